@@ -1,0 +1,59 @@
+# The GPU Survival Kit: set-up and checks. Every target installs what it needs into .venv.
+#
+#   make docs      build and serve the site on http://127.0.0.1:8000
+#   make test      the whole test suite (CPU; GPU tests are skipped with a reason)
+#   make test-gpu  the same suite on an NVIDIA GPU machine: a skipped `gpu` test fails the run
+#   make site      the static site in site/ (mkdocs build --strict)
+#
+# On a machine that already has the packages (a GPU box with no internet, say),
+# `make test-gpu GPUKIT_SYSTEM_PYTHON=1` uses the current python3 instead of .venv.
+
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?=
+
+ifeq ($(GPUKIT_SYSTEM_PYTHON),1)
+BIN :=
+PY := $(PYTHON)
+TEST_DEPS :=
+DOCS_DEPS :=
+GPU_DEPS :=
+else
+BIN := $(VENV)/bin/
+PY := $(VENV)/bin/python
+TEST_DEPS := $(VENV)/.test-installed
+DOCS_DEPS := $(VENV)/.docs-installed
+GPU_DEPS := $(VENV)/.gpu-installed
+endif
+
+.PHONY: docs site test test-gpu results clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DOCS_DEPS): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+$(TEST_DEPS): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[test,docs,torch]'
+	touch $@
+
+$(GPU_DEPS): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[test,docs,torch,cuda]'
+	touch $@
+
+docs: $(DOCS_DEPS)
+	$(BIN)mkdocs serve --dev-addr 127.0.0.1:8000
+
+site: $(DOCS_DEPS)
+	$(BIN)mkdocs build --strict
+
+test: $(TEST_DEPS)
+	$(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
+
+test-gpu: $(GPU_DEPS)
+	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) site .cache .pytest_cache

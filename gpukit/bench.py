@@ -1,0 +1,260 @@
+"""Honest timing: first call apart from steady state, CUDA events, ceilings, results files.
+
+The rules this module enforces:
+
+* the **first call** (JIT compilation, module load, context creation) is timed
+  on its own and never mixed into the steady state;
+* device work is timed with **CUDA events** of the library that launched it
+  (numba, CuPy or torch), after a warm-up, many times; the median is reported
+  with min and max;
+* a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
+  same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
+* every saved number carries a **machine record** (GPU, driver, versions, CPU, date).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import device
+
+#: Libraries whose CUDA events :func:`bench` can use.
+TIMERS = ("cupy", "torch", "numba", "cpu")
+
+
+@dataclass
+class Timing:
+    """Result of :func:`bench`: the first call and the steady-state samples, in seconds."""
+
+    name: str
+    timer: str
+    first_call_s: float
+    samples_s: list[float] = field(repr=False)
+    bytes: int | None = None
+    flops: float | None = None
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.samples_s)
+
+    @property
+    def gbs(self) -> float | None:
+        """Achieved bandwidth in GB/s (1e9 bytes/s) at the median time."""
+        return self.bytes / self.median_s / 1e9 if self.bytes else None
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved TFLOP/s at the median time."""
+        return self.flops / self.median_s / 1e12 if self.flops else None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s,
+                 repeats=len(self.samples_s), gbs=self.gbs, tflops=self.tflops)
+        return d
+
+    def __str__(self) -> str:
+        rate = f", {self.gbs:,.0f} GB/s" if self.gbs else ""
+        rate += f", {self.tflops:,.2f} TFLOP/s" if self.tflops else ""
+        return (f"{self.name}: first call {self.first_call_s * 1e3:.3f} ms, median "
+                f"{self.median_s * 1e3:.4f} ms (min {self.min_s * 1e3:.4f}, max "
+                f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}")
+
+
+class _EventTimer:
+    """Uniform wrapper over the CUDA events of numba, CuPy and torch."""
+
+    def __init__(self, library: str):
+        self.library = library
+        if library == "cupy":
+            import cupy
+            self._new = cupy.cuda.Event
+            self._elapsed_ms = cupy.cuda.get_elapsed_time
+            self.synchronize = cupy.cuda.Device().synchronize
+        elif library == "torch":
+            import torch
+            self._new = lambda: torch.cuda.Event(enable_timing=True)
+            self._elapsed_ms = lambda a, b: a.elapsed_time(b)
+            self.synchronize = torch.cuda.synchronize
+        elif library == "numba":
+            from numba import cuda
+            if device.simulator_enabled():
+                raise RuntimeError("the numba CUDA simulator has no CUDA events")
+            self._new = cuda.event
+            self._elapsed_ms = cuda.event_elapsed_time
+            self.synchronize = cuda.synchronize
+        else:
+            raise ValueError(f"unknown timer {library!r}; choose one of {TIMERS}")
+
+    def event(self):
+        return self._new()
+
+    def elapsed_s(self, start, end) -> float:
+        return self._elapsed_ms(start, end) / 1e3
+
+
+def _sync_for(timer: str) -> Callable[[], None]:
+    if timer == "cpu":
+        return lambda: None
+    if timer == "numba" and device.simulator_enabled():
+        return lambda: None
+    return _EventTimer(timer).synchronize
+
+
+def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = None,
+          warmup: int = 3, repeat: int = 20, min_time_s: float = 0.0,
+          bytes: int | None = None, flops: float | None = None) -> Timing:
+    """Time ``fn()``: its first call, then ``repeat`` steady-state calls after ``warmup``.
+
+    ``timer`` names the library whose CUDA events time device work (``"cupy"``,
+    ``"torch"`` or ``"numba"``) or ``"cpu"`` for a host wall clock. The first
+    call is timed with the host clock followed by a device synchronisation, so
+    it includes compilation and module loading; the steady state is timed with
+    events recorded around each call on the default stream. ``min_time_s``
+    adds repeats until the samples cover at least that much time.
+    Give ``bytes`` (moved through memory) or ``flops`` to get GB/s or TFLOP/s.
+    """
+    if timer not in TIMERS:
+        raise ValueError(f"unknown timer {timer!r}; choose one of {', '.join(TIMERS)}")
+    if repeat < 1 or warmup < 0:
+        raise ValueError("repeat must be >= 1 and warmup >= 0")
+    name = name or getattr(fn, "__name__", "fn")
+    sync = _sync_for(timer)
+
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    first = time.perf_counter() - t0
+
+    for _ in range(warmup):
+        fn()
+    sync()
+
+    samples: list[float] = []
+    use_events = timer != "cpu" and not (timer == "numba" and device.simulator_enabled())
+    ev = _EventTimer(timer) if use_events else None
+    while True:
+        if ev is not None:
+            pairs = []
+            for _ in range(repeat):
+                a, b = ev.event(), ev.event()
+                a.record()
+                fn()
+                b.record()
+                pairs.append((a, b))
+            ev.synchronize()
+            samples.extend(ev.elapsed_s(a, b) for a, b in pairs)
+        else:
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                samples.append(time.perf_counter() - t0)
+        if sum(samples) >= min_time_s or len(samples) >= 100 * repeat:
+            break
+    return Timing(name=name, timer="cuda-events:" + timer if ev else "wall-clock",
+                  first_call_s=first, samples_s=samples, bytes=bytes, flops=flops)
+
+
+def copy_ceiling(timer: str = "cupy", nbytes: int = 2 * 2**30) -> Timing:
+    """Device-to-device copy of ``nbytes``: the practical bandwidth ceiling.
+
+    Counts bytes read plus bytes written (2 x nbytes), the same way the kernels
+    it is compared with count their traffic. ``timer="cpu"`` measures a host
+    memory copy with NumPy instead.
+    """
+    n = nbytes // 4
+    if timer == "cupy":
+        import cupy
+        src = cupy.random.random(n, dtype=cupy.float32)
+        dst = cupy.empty_like(src)
+        fn = lambda: cupy.copyto(dst, src)  # noqa: E731
+    elif timer == "torch":
+        import torch
+        src = torch.rand(n, device="cuda")
+        dst = torch.empty_like(src)
+        fn = lambda: dst.copy_(src)  # noqa: E731
+    elif timer == "cpu":
+        import numpy as np
+        src = np.random.default_rng(0).random(n, dtype=np.float32)
+        dst = np.empty_like(src)
+        fn = lambda: np.copyto(dst, src)  # noqa: E731
+    else:
+        raise ValueError(f"copy ceiling needs timer 'cupy', 'torch' or 'cpu', not {timer!r}")
+    return bench(fn, timer=timer, name="device copy" if timer != "cpu" else "host copy",
+                 warmup=3, repeat=20, bytes=2 * n * 4)
+
+
+def matmul_ceiling(n: int = 8192, dtype: str = "float32", timer: str = "torch") -> Timing:
+    """The vendor library's n x n x n matmul in ``dtype`` (fp32 with TF32 off)."""
+    import torch
+    dt = {"float32": torch.float32, "tf32": torch.float32, "bfloat16": torch.bfloat16,
+          "float16": torch.float16}[dtype]
+    dev = "cuda" if timer == "torch" else "cpu"
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        a = torch.randn(n, n, device=dev, dtype=dt)
+        b = torch.randn(n, n, device=dev, dtype=dt)
+        return bench(lambda: a @ b, timer=timer if dev == "cuda" else "cpu",
+                     name=f"library matmul {dtype}", warmup=3, repeat=10, flops=2.0 * n**3)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+# ---------------------------------------------------------------- results files
+
+def results_dir() -> Path:
+    """Where results live: $GPUKIT_RESULTS_DIR, else the project's ``results/``."""
+    env = os.environ.get("GPUKIT_RESULTS_DIR")
+    if env:
+        return Path(env)
+    project = Path(__file__).resolve().parents[1]
+    if (project / "pyproject.toml").exists():
+        return project / "results"
+    return Path.cwd() / "results"
+
+
+def save(name: str, data: dict, *, root: Path | None = None, machine: dict | None = None) -> Path:
+    """Write ``data`` with a machine record to ``results/<slug>/<name>.json`` atomically."""
+    machine = machine or device.machine_record()
+    folder = Path(root or results_dir()) / machine["slug"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"benchmark": name, "machine": machine, **data}, indent=1,
+                              default=_json_default) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load(name: str, *, root: Path | None = None) -> dict[str, dict]:
+    """All recorded ``<name>.json`` files, keyed by machine slug."""
+    root = Path(root or results_dir())
+    found = {}
+    for path in sorted(root.glob(f"*/{name}.json")):
+        found[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def _json_default(obj):
+    if isinstance(obj, Timing):
+        return obj.to_dict()
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in a results file")

@@ -1,0 +1,94 @@
+"""The ``gpukit`` command.
+
+Each sub-command lives in its own module, listed in ``COMMANDS``, which defines
+``register(subparsers)``; the parser it adds sets ``func(args) -> int``.
+Modules import heavy libraries (numba, CuPy, torch) inside ``func`` only, so
+``gpukit --help`` is instant on any machine.
+
+Bad input never produces a traceback: a :class:`UserError` (or a parse error)
+prints one line to stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+#: module path of each sub-command, in the order ``--help`` lists them
+COMMANDS = [
+    "gpukit.doctor",
+    "gpukit.benchmarks",
+    "gpukit.mandel_cli",
+]
+
+
+class UserError(Exception):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+    def __init__(self, message: str, prog: str = "gpukit"):
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise UserError(message, prog=self.prog)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpukit", description="The GPU Survival Kit's command-line tools.")
+    parser.add_argument("--version", action="version", version=f"gpukit {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in COMMANDS:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:  # a chapter not installed in this checkout
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gpukit: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback for the reader, unless asked for
+        if os.environ.get("GPUKIT_DEBUG"):
+            raise
+        print(f"gpukit: error: {type(exc).__name__}: {exc} (set GPUKIT_DEBUG=1 for details)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""gpukit.bench: first call apart, statistics, rates, results files."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from gpukit import bench, device
+
+
+def test_first_call_reported_apart_from_steady_state():
+    calls = []
+
+    def fn():
+        calls.append(1)
+        time.sleep(0.05 if len(calls) == 1 else 0.001)  # a slow first call, like a JIT compile
+
+    t = bench.bench(fn, warmup=2, repeat=5)
+    assert len(calls) == 1 + 2 + 5
+    assert t.first_call_s >= 0.05
+    assert t.median_s < 0.02
+    assert t.min_s <= t.median_s <= t.max_s
+    assert len(t.samples_s) == 5
+    assert t.timer == "wall-clock"
+
+
+def test_rates():
+    t = bench.Timing("x", "wall-clock", 1.0, [0.5, 1.0, 2.0], bytes=2_000_000_000, flops=4e12)
+    assert t.median_s == 1.0
+    assert t.gbs == pytest.approx(2.0)
+    assert t.tflops == pytest.approx(4.0)
+    d = t.to_dict()
+    assert d["repeats"] == 3 and d["gbs"] == pytest.approx(2.0)
+
+
+def test_min_time_adds_repeats():
+    t = bench.bench(lambda: time.sleep(0.002), warmup=0, repeat=2, min_time_s=0.02)
+    assert len(t.samples_s) >= 8
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown timer"):
+        bench.bench(lambda: None, timer="opencl")
+    with pytest.raises(ValueError):
+        bench.bench(lambda: None, repeat=0)
+
+
+def test_numba_timer_on_simulator_falls_back_to_wall_clock():
+    if not device.simulator_enabled():
+        pytest.skip("only meaningful on the simulator")
+    t = bench.bench(lambda: None, timer="numba", repeat=2)
+    assert t.timer == "wall-clock"
+
+
+def test_host_copy_ceiling_is_plausible():
+    t = bench.copy_ceiling("cpu", nbytes=64 * 2**20)
+    assert t.bytes == 2 * 64 * 2**20
+    assert 0.1 < t.gbs < 10_000
+
+
+def test_save_and_load_roundtrip(tmp_path):
+    machine = device.machine_record()
+    t = bench.bench(lambda: None, repeat=3, name="noop")
+    path = bench.save("demo", {"rows": [t]}, root=tmp_path, machine=machine)
+    assert path == tmp_path / machine["slug"] / "demo.json"
+    data = json.loads(path.read_text())
+    assert data["machine"]["cpu"]["model"] == machine["cpu"]["model"]
+    assert data["rows"][0]["name"] == "noop"
+    assert not list(tmp_path.rglob("*.tmp"))
+    loaded = bench.load("demo", root=tmp_path)
+    assert list(loaded) == [machine["slug"]]
+
+
+def test_machine_record_names_the_hardware():
+    m = device.machine_record()
+    for key in ("date", "slug", "cpu", "python", "packages", "gpu"):
+        assert key in m
+    assert m["cpu"]["usable_cpus"] >= 1
+    assert "numpy" in m["packages"]
+    assert device.describe(m)
+
+
+@pytest.mark.gpu
+def test_cuda_event_timers_agree_with_work_size():
+    """Events of CuPy, torch and numba all time the same device work."""
+    import cupy
+    a = cupy.random.random(2**26, dtype=cupy.float32)
+    times = {}
+    for timer in ("cupy", "torch", "numba"):
+        t = bench.bench(lambda: a * 2, timer=timer, repeat=10, bytes=2 * a.nbytes)
+        assert t.timer == "cuda-events:" + timer
+        times[timer] = t.median_s
+    assert max(times.values()) < 3 * min(times.values())
+
+
+@pytest.mark.gpu
+def test_device_copy_ceiling():
+    t = bench.copy_ceiling("cupy", nbytes=256 * 2**20)
+    assert 100 < t.gbs < 20_000
+    assert t.first_call_s > 0
+
+
+@pytest.mark.gpu
+def test_gpu_machine_record():
+    m = device.machine_record()
+    assert m["gpu"]["multiprocessors"] > 0
+    assert m["gpu"]["warp_size"] == 32
+    assert m["cuda"]["driver"]
+    assert not m["slug"].startswith("cpu-")

@@ -1,0 +1,59 @@
+"""The gpukit command: doctor, bench, and one-line errors for bad input."""
+
+import json
+
+import pytest
+
+from tests.helpers import assert_one_line_error, run_cli
+
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def test_help_lists_commands():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for cmd in ("doctor", "bench"):
+        assert cmd in proc.stdout
+
+
+def test_doctor_without_gpu_says_so_plainly():
+    proc = run_cli("doctor", env=NO_GPU)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "GPU usable: no" in proc.stdout
+    assert "CUDA_VISIBLE_DEVICES" in proc.stdout
+
+
+def test_doctor_json():
+    proc = run_cli("doctor", "--json", env=NO_GPU)
+    data = json.loads(proc.stdout)
+    assert data["ok"] is False
+    assert {c["status"] for c in data["checks"]} <= {"pass", "fail", "warn", "skip"}
+    assert data["machine"]["cpu"]["model"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["bench", "no-such-benchmark"], "invalid choice"),
+    (["bench", "vector-add", "--n", "0"], "> 0"),
+    (["bench", "vector-add", "--n", "1.5"], "whole number"),
+    (["bench", "vector-add", "--n", "ten"], "whole number"),
+    (["no-such-command"], "invalid choice"),
+    (["doctor", "--bogus"], "unrecognized"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    line = assert_one_line_error(run_cli(*args))
+    assert needle in line
+
+
+def test_bench_vector_add_small_cpu():
+    proc = run_cli("bench", "vector-add", "--n", "100000", "--repeat", "3", env=NO_GPU)
+    assert proc.returncode == 0, proc.stderr
+    assert "numba parallel" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_doctor_on_gpu_passes():
+    proc = run_cli("doctor")
+    assert proc.returncode == 0, proc.stdout
+    assert "GPU usable: yes" in proc.stdout
+    assert "[FAIL]" not in proc.stdout

@@ -1,0 +1,26 @@
+"""Run every examples/*.py: small sizes on CPU (simulator), default sizes on a GPU."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def test_there_are_examples():
+    assert EXAMPLES
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs_and_verifies(path, tmp_path):
+    out = tmp_path / "result.json"
+    proc = subprocess.run([sys.executable, str(path), "--json", str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    record = json.loads(out.read_text())
+    assert record["machine"]["date"]

@@ -1,0 +1,160 @@
+"""gpukit.kernels.vector_add: every backend, awkward sizes, every element, bad input."""
+
+import numpy as np
+import pytest
+
+from gpukit.kernels import vector_add
+from gpukit.verify import Mismatch, check_close
+
+# sizes around the block size (256) and the float4 width, plus 0 and 1
+SIZES = [0, 1, 3, 5, 255, 257, 1000]
+
+
+def inputs(n, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    return x, y, x.astype(np.float64) + y.astype(np.float64)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("backend", ["numpy", "numba-cpu"])
+def test_host_backends(backend, n):
+    x, y, ref = inputs(n)
+    out = np.full_like(x, np.nan)
+    assert vector_add(x, y, backend=backend, out=out) is out
+    check_close(out, ref)
+
+
+@pytest.mark.parametrize("n", [0, 1, 257, 1000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_cuda(n, dtype):
+    from numba import cuda
+    x, y, ref = inputs(n, dtype)
+    out = cuda.to_device(np.full_like(x, np.nan))
+    vector_add(cuda.to_device(x), cuda.to_device(y), out=out)
+    check_close(out, ref, dtype=np.dtype(dtype).name)
+    fresh = vector_add(cuda.to_device(x), cuda.to_device(y))  # allocates its own output
+    check_close(fresh, ref, dtype=np.dtype(dtype).name)
+
+
+def test_numba_cuda_two_dimensional():
+    from numba import cuda
+    x, y, ref = inputs(6 * 7)
+    got = vector_add(cuda.to_device(x.reshape(6, 7)), cuda.to_device(y.reshape(6, 7)))
+    check_close(got, ref.reshape(6, 7))
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_torch(n):
+    torch = pytest.importorskip("torch")
+    x, y, ref = inputs(n)
+    out = torch.full((n,), float("nan"))
+    vector_add(torch.from_numpy(x), torch.from_numpy(y), out=out)
+    check_close(out, ref)
+
+
+def test_poisoned_output_is_caught():
+    x, y, ref = inputs(10)
+    out = np.full_like(x, np.nan)
+    vector_add(x[:9], y[:9], out=out[:9])  # leaves the last element unwritten
+    with pytest.raises(Mismatch, match="NaN"):
+        check_close(out, ref)
+
+
+def test_wrong_result_is_caught():
+    x, y, ref = inputs(10)
+    with pytest.raises(Mismatch, match="relative error"):
+        check_close(x - y, ref)
+
+
+def test_mismatched_shapes():
+    with pytest.raises(ValueError, match="shape mismatch"):
+        vector_add(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+def test_mismatched_dtypes():
+    with pytest.raises(TypeError, match="dtype mismatch"):
+        vector_add(np.ones(3, np.float32), np.ones(3, np.float64))
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend"):
+        vector_add(np.ones(3), np.ones(3), backend="opencl")
+
+
+def test_bad_out():
+    with pytest.raises(ValueError, match="out must have"):
+        vector_add(np.ones(3), np.ones(3), out=np.empty(4))
+
+
+def test_host_arrays_refused_by_gpu_backends():
+    x = np.ones(8, np.float32)
+    for backend in ("numba-cuda", "cupy"):
+        with pytest.raises(TypeError, match="host"):
+            vector_add(x, x, backend=backend)
+
+
+def test_device_arrays_refused_by_numpy():
+    from numba import cuda
+    d = cuda.to_device(np.ones(8, np.float32))
+    with pytest.raises(TypeError, match="GPU memory"):
+        vector_add(np.ones(8, np.float32), d, backend="numpy")
+
+
+def test_lists_refused():
+    with pytest.raises(TypeError):
+        vector_add([1.0, 2.0], [3.0, 4.0])
+
+
+# ------------------------------------------------------------------ real GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["elementwise", "raw", "raw-vec4"])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 255, 257, 1023, 2**20 + 3])
+def test_cupy_impls(impl, n):
+    import cupy
+    x, y, ref = inputs(n)
+    out = cupy.full(n, cupy.nan, dtype=cupy.float32)
+    vector_add(cupy.asarray(x), cupy.asarray(y), out=out, impl=impl)
+    check_close(out, ref)
+
+
+@pytest.mark.gpu
+def test_cupy_misaligned_and_strided():
+    import cupy
+    x, y, ref = inputs(1001)
+    cx, cy = cupy.asarray(x), cupy.asarray(y)
+    # a view that starts 4 bytes in: float4 loads would be misaligned, so a scalar kernel runs
+    check_close(vector_add(cx[1:], cy[1:]), ref[1:])
+    # a strided view: CuPy's elementwise kernel handles the strides
+    check_close(vector_add(cx[::3], cy[::3]), ref[::3])
+
+
+@pytest.mark.gpu
+def test_cupy_float64_and_int():
+    import cupy
+    x, y, ref = inputs(333, np.float64)
+    check_close(vector_add(cupy.asarray(x), cupy.asarray(y)), ref, dtype="float64")
+    a = cupy.arange(10, dtype=cupy.int32)
+    assert (vector_add(a, a).get() == np.arange(10) * 2).all()
+
+
+@pytest.mark.gpu
+def test_numba_on_cupy_and_torch_arrays():
+    import cupy
+    import torch
+    x, y, ref = inputs(4097)
+    check_close(vector_add(cupy.asarray(x), cupy.asarray(y), backend="numba-cuda"), ref)
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    check_close(vector_add(tx, ty, backend="numba-cuda"), ref)
+
+
+@pytest.mark.gpu
+def test_torch_cuda_and_device_mismatch():
+    import torch
+    x, y, ref = inputs(1000)
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    check_close(vector_add(tx, ty), ref)
+    with pytest.raises(ValueError, match="is on"):
+        vector_add(tx, torch.from_numpy(y))
