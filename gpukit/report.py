@@ -1,7 +1,10 @@
 """Markdown tables from results files: the only way a measured number reaches a page.
 
 The site's build hook replaces ``<!-- results:NAME:VIEW -->`` in a chapter with
-``render(NAME, VIEW)``; ``gpukit bench compare`` uses the same renderers.
+``render(NAME, VIEW)`` (and ``<!-- data:NAME:VIEW -->`` with ``render_data``, for
+tables built from data files shipped in gpukit). A chapter's renderers live in
+its own module, listed in ``RENDERER_MODULES``, and register themselves with the
+``@renderer`` / ``@data_renderer`` decorators.
 Every table is followed by a caption naming the hardware, date and source file.
 """
 
@@ -13,6 +16,11 @@ from typing import Callable
 from . import bench, device
 
 RENDERERS: dict[tuple[str, str], Callable[[str, dict], str]] = {}
+DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
+
+#: Modules that register more renderers (one per chapter); imported on first use.
+RENDERER_MODULES = [
+]
 
 
 class MissingResults(LookupError):
@@ -56,8 +64,32 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _load_modules() -> None:
+    import importlib
+    for module in RENDERER_MODULES:
+        importlib.import_module(module)
+
+
+def data_renderer(name: str, view: str):
+    """Register a table built from data shipped in gpukit (not from results/)."""
+    def deco(fn):
+        DATA_RENDERERS[(name, view)] = fn
+        return fn
+    return deco
+
+
+def render_data(name: str, view: str) -> str:
+    """Markdown for ``<!-- data:NAME:VIEW -->``: a table from gpukit's own data files."""
+    _load_modules()
+    fn = DATA_RENDERERS.get((name, view))
+    if fn is None:
+        raise MissingResults(f"no data renderer for {name}:{view}")
+    return fn()
+
+
 def render(name: str, view: str, *, root: Path | None = None) -> str:
     """Markdown for one view of one benchmark, for every machine that recorded it."""
+    _load_modules()
     fn = RENDERERS.get((name, view))
     if fn is None:
         raise MissingResults(f"no renderer for results {name}:{view}")

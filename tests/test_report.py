@@ -8,6 +8,7 @@ from gpukit import bench, device, report
 from tests.helpers import ROOT
 
 MARKER = re.compile(r"<!--\s*results:([\w-]+):([\w-]+)\s*-->")
+DATA_MARKER = re.compile(r"<!--\s*data:([\w-]+):([\w-]+)\s*-->")
 
 
 def test_table_format():
@@ -43,3 +44,14 @@ def docs_markers():
 def test_every_docs_marker_renders_from_committed_results(page, name, view):
     md = report.render(name, view, root=ROOT / "results")
     assert "Measured on" in md
+
+
+def data_markers():
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for m in DATA_MARKER.finditer(page.read_text()):
+            yield page.name, m.group(1), m.group(2)
+
+
+@pytest.mark.parametrize("page, name, view", list(data_markers()))
+def test_every_docs_data_marker_renders(page, name, view):
+    assert "|" in report.render_data(name, view)
