@@ -43,6 +43,8 @@ $(GPU_DEPS): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[test,docs,torch,cuda]'
 	touch $@
 
+export NO_MKDOCS_2_WARNING := 1
+
 docs: $(DOCS_DEPS)
 	$(BIN)mkdocs serve --dev-addr 127.0.0.1:8000
 

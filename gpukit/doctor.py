@@ -206,6 +206,26 @@ def report(ok: bool, checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
+def command_outputs() -> dict[str, str]:
+    """What `nvidia-smi` and `nvcc --version` print here (for the record; empty if missing)."""
+    import shutil
+    import subprocess
+    outputs = {}
+    for cmd in (["nvidia-smi"], ["nvcc", "--version"]):
+        exe = shutil.which(cmd[0])
+        if exe is None and cmd[0] == "nvcc":
+            exe = next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+        if exe is None:
+            outputs[" ".join(cmd)] = f"{cmd[0]}: command not found"
+            continue
+        try:
+            proc = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=60)
+            outputs[" ".join(cmd)] = (proc.stdout + proc.stderr).rstrip()
+        except (OSError, subprocess.SubprocessError) as exc:
+            outputs[" ".join(cmd)] = _one_line(exc)
+    return outputs
+
+
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="check the NVIDIA driver, CUDA and each GPU library",
                        description="Check that the GPU is usable from numba, CuPy and torch.")
@@ -221,7 +241,7 @@ def _main(args) -> int:
     data = {"ok": ok, "checks": [asdict(c) for c in checks], "report": text}
     if args.save:
         from . import bench
-        bench.save("doctor", data)
+        bench.save("doctor", {**data, "commands": command_outputs()})
     if args.json:
         json.dump({**data, "machine": device.machine_record()}, sys.stdout, indent=1)
         print()

@@ -167,3 +167,13 @@ def _doctor(slug: str, data: dict) -> str:
     m = data["machine"]
     title = m["gpu"]["name"] if m.get("gpu") else f"{m['cpu']['model']} (no GPU)"
     return f"**{title}**: `gpukit doctor` exited {0 if data['ok'] else 1}\n\n```text\n{data['report']}\n```"
+
+
+@renderer("doctor", "commands")
+def _doctor_commands(slug: str, data: dict) -> str:
+    m = data["machine"]
+    title = m["gpu"]["name"] if m.get("gpu") else f"{m['cpu']['model']} (no GPU)"
+    blocks = [f"**{title}**"]
+    for cmd, text in data["commands"].items():
+        blocks.append(f"```console\n$ {cmd}\n{text}\n```")
+    return "\n\n".join(blocks)
