@@ -70,6 +70,7 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
@@ -77,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        prog = exc.prog
+        if prog == "gpukit" and getattr(args, "command", None):
+            prog = f"gpukit {args.command}"
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("gpukit: interrupted", file=sys.stderr)
@@ -91,4 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module, not __main__, so that sub-commands raising
+    # gpukit.cli.UserError are caught by this very except clause.
+    from gpukit.cli import main as _main
+    sys.exit(_main())

@@ -1,0 +1,7 @@
+"""``python -m gpukit`` is the ``gpukit`` command."""
+
+import sys
+
+from gpukit.cli import main
+
+sys.exit(main())

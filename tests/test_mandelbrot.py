@@ -1,0 +1,184 @@
+"""Mandelbrot: every backend gives the same counts; the CLI's bad input; the chapter's tables."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gpukit import bench, report
+from gpukit.kernels import mandel
+from tests.helpers import assert_one_line_error, run_cli
+
+# 333 and 97 are not multiples of the 16 x 16 block; 1 x 1 is one thread in one block
+SHAPES = [(1, 1), (333, 97), (17, 5)]
+CPU_BACKENDS = ["numpy", "numba-cpu", "numba-cpu-1core", "torch"]
+
+
+@pytest.fixture(scope="module")
+def references():
+    return {(w, h): mandel.mandelbrot(w, h, max_iter=64, backend="numpy") for w, h in SHAPES}
+
+
+def test_reference_has_the_right_shape_and_values():
+    counts = mandel.mandelbrot(40, 30, max_iter=50)
+    assert counts.shape == (30, 40) and counts.dtype == np.int32
+    assert counts.min() >= 0 and counts.max() == 50          # some points never escape
+    assert counts[0, 0] < 5                                  # (-2, -1.5) escapes at once
+    inside = mandel.mandelbrot(1, 1, max_iter=50, bounds=(-0.1, 0.1, -0.1, 0.1))
+    assert inside[0, 0] == 50                                # (-0.1, -0.1) is in the set
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cpu_backends_identical_in_float64(backend, shape, references):
+    got = mandel.mandelbrot(*shape, max_iter=64, backend=backend)
+    assert np.array_equal(got, references[shape])
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_numba_cuda_kernel_identical(shape, references):
+    # on the simulator without a GPU, on the real device with one
+    got = mandel.mandelbrot(*shape, max_iter=64, backend="numba-cuda")
+    assert np.array_equal(got, references[shape])
+
+
+def test_float32_differs_little():
+    ref = mandel.mandelbrot(333, 97, max_iter=64)
+    got = mandel.mandelbrot(333, 97, max_iter=64, dtype="float32", backend="numba-cpu")
+    assert got.dtype == np.int32
+    assert np.count_nonzero(got != ref) / ref.size < 0.01
+    assert np.array_equal(got, mandel.mandelbrot(333, 97, max_iter=64, dtype="float32"))
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"width": 0, "height": 5}, ValueError),
+    ({"width": 5, "height": -1}, ValueError),
+    ({"width": 2.5, "height": 5}, TypeError),
+    ({"width": 5, "height": 5, "max_iter": 0}, ValueError),
+    ({"width": 5, "height": 5, "bounds": (1, 0, 0, 1)}, ValueError),
+    ({"width": 5, "height": 5, "bounds": (0, 1, 0)}, ValueError),
+    ({"width": 5, "height": 5, "bounds": (0, float("inf"), 0, 1)}, ValueError),
+    ({"width": 5, "height": 5, "dtype": "float16"}, ValueError),
+    ({"width": 5, "height": 5, "backend": "opencl"}, ValueError),
+])
+def test_bad_arguments(kwargs, error):
+    width, height = kwargs.pop("width"), kwargs.pop("height")
+    with pytest.raises(error):
+        mandel.mandelbrot(width, height, **kwargs)
+
+
+def test_colorize():
+    counts = mandel.mandelbrot(30, 20, max_iter=40)
+    rgb = mandel.colorize(counts, 40)
+    assert rgb.shape == (20, 30, 3) and rgb.dtype == np.uint8
+    assert (rgb[counts == 40] == 0).all() and rgb[counts < 40].any()
+
+
+def test_target_backend_never_reaches_a_gpu():
+    record = mandel_bench().target_backend_pitfall()
+    assert "Error" in record["decorated"] + record.get("called", "") or "CPU" in record["decorated"]
+
+
+def mandel_bench():
+    from gpukit.kernels import mandel_bench as mb
+    return mb
+
+
+# ------------------------------------------------------------------ the command
+
+def test_cli_writes_png(tmp_path):
+    out = tmp_path / "m.png"
+    proc = run_cli("mandelbrot", "--width", 64, "--height", 48, "--max-iter", 32, "--out", out,
+                   env={"CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "first call" in proc.stdout and "Mpixel/s" in proc.stdout
+    with Image.open(out) as img:
+        assert img.size == (64, 48) and img.mode == "RGB"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.png"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--width", "0"], "> 0"),
+    (["--height", "-3"], "> 0"),
+    (["--width", "12.5"], "whole number"),
+    (["--max-iter", "many"], "whole number"),
+    (["--backend", "opencl"], "invalid choice"),
+    (["--bounds", "1", "0", "-1", "1"], "XMIN < XMAX"),
+    (["--bounds", "0", "1", "1", "1"], "YMIN < YMAX"),
+    (["--bounds", "0", "1", "nan", "1"], "finite"),
+    (["--width", "2000000", "--height", "2000000"], "memory"),
+    (["--cmap", "rainbowz"], "colormap"),
+])
+def test_cli_bad_input(tmp_path, args, needle):
+    out = tmp_path / "m.png"
+    line = assert_one_line_error(run_cli("mandelbrot", "--out", out, *args))
+    assert needle in line
+    assert not list(tmp_path.iterdir())          # nothing half-written
+
+
+def test_cli_unwritable_output(tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a file, not a folder")
+    line = assert_one_line_error(run_cli("mandelbrot", "--width", 8, "--height", 8,
+                                         "--out", blocker / "m.png"))
+    assert "cannot write" in line
+    line = assert_one_line_error(run_cli("mandelbrot", "--out", tmp_path / "m.jpg"))
+    assert ".png" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_cli_gpu_backend_without_gpu(tmp_path):
+    line = assert_one_line_error(run_cli("mandelbrot", "--backend", "cupy", "--out", tmp_path / "m.png",
+                                         env={"CUDA_VISIBLE_DEVICES": ""}))
+    assert "needs an NVIDIA GPU" in line
+
+
+# ------------------------------------------------------------------ the chapter's tables
+
+def test_benchmark_and_tables_on_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    data = mandel_bench().run(48, 3)
+    part = data["cpu"]
+    assert all(r["differing_pixels"] == 0 for r in part["rows"] if r["dtype"] == "float64")
+    assert all("error" not in r for r in part["rows"])
+    bench.save("mandelbrot", data, root=tmp_path)
+    md = report.render("mandelbrot", "table", root=tmp_path)
+    assert "`numba-cpu`" in md and "identical" in md and "Measured on" in md
+    assert "float32" in report.render("mandelbrot", "precision", root=tmp_path)
+    assert "target_backend" in report.render("mandelbrot", "pitfall", root=tmp_path)
+    with pytest.raises(report.MissingResults):
+        report.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
+
+
+def test_gallery_renders_two_images():
+    html = report.render_data("mandelbrot", "gallery")
+    assert html.count("data:image/png;base64,") == 2
+
+
+# ------------------------------------------------------------------ real GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["numba-cuda", "cupy", "torch"])
+@pytest.mark.parametrize("shape", SHAPES + [(1000, 1000)])
+def test_gpu_backends_identical_in_float64(backend, shape):
+    ref = mandel.mandelbrot(*shape, max_iter=256, backend="numba-cpu")
+    assert np.array_equal(mandel.mandelbrot(*shape, max_iter=256, backend=backend), ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["numba-cuda", "cupy"])
+def test_gpu_float32_and_fma_differ_little(backend):
+    ref = mandel.mandelbrot(1000, 1000, max_iter=256, backend="numba-cpu")
+    f32 = mandel.mandelbrot(1000, 1000, max_iter=256, backend=backend, dtype="float32")
+    assert np.array_equal(f32, mandel.mandelbrot(1000, 1000, max_iter=256, backend="numba-cpu",
+                                                 dtype="float32"))
+    assert np.count_nonzero(f32 != ref) / ref.size < 0.01
+    fma = mandel.mandelbrot(1000, 1000, max_iter=256, backend=backend, contract=True)
+    assert np.count_nonzero(fma != ref) / ref.size < 0.01
+
+
+@pytest.mark.gpu
+def test_gpu_results_stay_on_gpu():
+    import cupy
+    from numba import cuda
+    assert isinstance(mandel.mandelbrot(33, 17, backend="cupy", to_host=False), cupy.ndarray)
+    assert cuda.is_cuda_array(mandel.mandelbrot(33, 17, backend="numba-cuda", to_host=False))
