@@ -120,20 +120,10 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gpukit.cloud.cli advise ...``: the same command without the other chapters."""
-    import sys
+    """``python -m gpukit.cloud.cli advise ...``: the ``gpukit`` command with only this chapter loaded."""
     from .. import cli as _cli
-    parser = _cli._Parser(prog="gpukit")
-    register(parser.add_subparsers(dest="command", parser_class=_cli._Parser))
-    try:
-        args = parser.parse_args(argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        return int(args.func(args) or 0)
-    except UserError as exc:
-        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
-        return 2
+    _cli.COMMANDS = ["gpukit.cloud.cli"]
+    return _cli.main(argv)
 
 
 if __name__ == "__main__":
