@@ -21,6 +21,7 @@ DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
 #: Modules that register more renderers (one per chapter); imported on first use.
 RENDERER_MODULES = [
     "gpukit.kernels.mandel_bench",
+    "gpukit.cloud.render",
 ]
 
 
