@@ -244,6 +244,20 @@ def _register() -> None:
     def gallery() -> str:
         return _gallery_html()
 
+    @report.data_renderer("mandelbrot", "fp64")
+    def fp64() -> str:
+        from gpukit.cloud import data
+        rows = []
+        for g in data.gpus():
+            ratio, fp32 = g.get("fp64_ratio"), g.get("fp32_tflops")
+            if not ratio or not fp32:
+                continue
+            rows.append([g["name"], fmt_num(fp32, 1), f"1:{round(1 / ratio)}", fmt_num(fp32 * ratio, 2),
+                         f"[vendor]({g['source']})"])
+        return (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
+                + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {data.data_as_of()}; "
+                  "peak rates without tensor cores.</small>")
+
 
 def _gallery_html() -> str:
     """Two images made by gpukit.kernels.mandelbrot when the site is built."""
