@@ -76,7 +76,9 @@ def _child(spec: dict) -> dict:
 
 
 def _spawn(spec: dict, cache_dir: str) -> dict:
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONUNBUFFERED": "1"}
+    # Both numba's and CuPy's on-disk kernel caches live in cache_dir: empty unless shared.
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "CUPY_CACHE_DIR": cache_dir,
+           "PYTHONUNBUFFERED": "1"}
     fd, path = tempfile.mkstemp(suffix=".npy")
     os.close(fd)
     spec = {**spec, "out": path}
@@ -300,18 +302,19 @@ def _gallery_html() -> str:
 
     from gpukit.kernels import mandel
     views = [("The whole set, (-2, 1) x (-1.5, 1.5), 256 iterations", mandel.DEFAULT_BOUNDS, 256, "magma"),
-             ("Seahorse valley, (-0.76, -0.72) x (0.08, 0.12), 1000 iterations",
-              (-0.76, -0.72, 0.08, 0.12), 1000, "twilight_shifted")]
+             ("Seahorse valley, (-0.7463, -0.7413) x (0.1102, 0.1152), 1000 iterations",
+              (-0.7463, -0.7413, 0.1102, 0.1152), 1000, "twilight_shifted")]
     figures = []
     for caption, bounds, iters, cmap in views:
         counts = mandel.mandelbrot(480, 480, max_iter=iters, bounds=bounds, backend="numba-cpu")
         buf = io.BytesIO()
         Image.fromarray(mandel.colorize(counts, iters, cmap)).save(buf, format="PNG", optimize=True)
         src = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-        figures.append(f'<figure markdown="1" style="display:inline-block;margin:0 1em 1em 0">\n'
-                       f'<img src="{src}" width="360" height="360" alt="{caption}">\n'
-                       f"<figcaption>{caption}</figcaption>\n</figure>")
-    return "\n".join(figures)
+        figures.append(f'<figure style="margin:0">'
+                       f'<img src="{src}" width="340" height="340" alt="{caption}">'
+                       f"<figcaption>{caption}</figcaption></figure>")
+    return ('<div style="display:flex;flex-wrap:wrap;gap:1em;justify-content:center">'
+            + "".join(figures) + "</div>")
 
 
 _register()
