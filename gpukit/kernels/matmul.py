@@ -89,13 +89,14 @@ TILE = 64            # rows and columns of C per block
 BK = 16              # depth of one step along k
 THREADS = 16         # threads per block along each side (16 x 16 = 256)
 PER = TILE // THREADS  # outputs per thread along each side (4 x 4)
+TILE_PAD = TILE + 1  # row length of the transposed A tile (shape sizes must be constants)
 
 
 @cuda.jit
 def smem_kernel(a, b, c):
     # A is stored transposed (k first, padded by one column so that the transposing
     # stores hit different banks); B as it is.
-    sa = cuda.shared.array((BK, TILE + 1), float32)
+    sa = cuda.shared.array((BK, TILE_PAD), float32)
     sb = cuda.shared.array((BK, TILE), float32)
     acc = cuda.local.array((PER, PER), float32)   # 16 registers per thread
     ra = cuda.local.array(PER, float32)
@@ -200,10 +201,13 @@ def _empty(like, shape):
 
 
 def _fill_zero(x):
-    if _kind(x) in ("cupy", "torch-cuda"):
-        x.fill_(0.0) if _kind(x) == "torch-cuda" else x.fill(0.0)
-    elif x.size:
-        cuda.to_device(np.zeros(x.shape, np.float32), to=x)
+    kind = _kind(x)
+    if kind == "torch-cuda":
+        x.zero_()
+    elif kind == "cupy":
+        x.fill(0.0)
+    else:
+        _as_numba(x).copy_to_device(np.zeros(x.shape, np.float32))
 
 
 def matmul(a, b, *, kernel: str = DEFAULT_KERNEL, out=None):
