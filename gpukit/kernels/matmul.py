@@ -162,6 +162,11 @@ def _device_id(x):
     return None
 
 
+def _dtype_name(x) -> str:
+    """'float32', 'float64', 'bfloat16', ... for NumPy, CuPy, numba and torch arrays."""
+    return str(x.dtype).replace("torch.", "")
+
+
 def _validate(a, b, kernel: str):
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
@@ -176,7 +181,7 @@ def _validate(a, b, kernel: str):
                             "CUDA tensor or a numba device array")
         if len(x.shape) != 2:
             raise ValueError(f"{label} must be 2-D, got shape {tuple(x.shape)}")
-        if np.dtype(str(x.dtype).replace("torch.", "")) != np.float32:
+        if _dtype_name(x) != "float32":
             raise TypeError(f"{label} is {x.dtype}; these kernels are float32 only: "
                             "convert explicitly (a.astype(float32))")
     if a.shape[1] != b.shape[0]:
@@ -217,7 +222,7 @@ def matmul(a, b, *, kernel: str = DEFAULT_KERNEL, out=None):
     n = b.shape[1]
     if out is None:
         out = _empty(a, (m, n))
-    elif tuple(out.shape) != (m, n) or np.dtype(str(out.dtype).replace("torch.", "")) != np.float32:
+    elif tuple(out.shape) != (m, n) or _dtype_name(out) != "float32":
         raise ValueError(f"out must be float32 of shape {(m, n)}, got {tuple(out.shape)} {out.dtype}")
     if m == 0 or n == 0:
         return out

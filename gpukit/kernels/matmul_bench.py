@@ -326,15 +326,19 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
     t0 = time.perf_counter()
     mm.cupy_module(cupy.cuda.Device().id)
     compile_s = time.perf_counter() - t0
+    try:
+        copy_gbs = bench.copy_ceiling("cupy").gbs       # the memory roof, same run
+    except Exception:
+        copy_gbs = None
 
-    rows = []
+    rows, failed = [], []         # a kernel that fails its check is recorded, not timed
     for kernel in ("cublas",) + mm.NUMBA_KERNELS + mm.CUDA_C_KERNELS:
         try:
             rows.append(_bench_kernel(kernel, a, b, out, flops, repeat, ref, scale, awk))
+            print(f"  {kernel:<22}{rows[-1]['tflops']:8.2f} TFLOP/s", file=sys.stderr, flush=True)
         except Exception as exc:
-            rows.append({"name": kernel, "error": f"{type(exc).__name__}: {exc}"})
-        print(f"  {kernel:<22}" + (f"{rows[-1]['tflops']:8.2f} TFLOP/s" if rows[-1].get("tflops")
-                                   else rows[-1].get("error", "")), file=sys.stderr, flush=True)
+            failed.append({"name": kernel, "error": f"{type(exc).__name__}: {exc}"})
+            print(f"  {kernel:<22}FAILED {failed[-1]['error']}", file=sys.stderr, flush=True)
     cublas = next((r for r in rows if r["name"] == "cublas" and r.get("tflops")), None)
     gpu = device.gpu_properties()
     for r in rows:
@@ -355,9 +359,10 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
         tc = tensor_cores(a, b, ref, scale, repeat=max(5, repeat // 3))
     except Exception as exc:
         tc = [{"name": "torch", "error": f"{type(exc).__name__}: {exc}"}]
-    return {"n": n, "dtype": "float32", "flops": flops, "rows": rows,
+    return {"n": n, "dtype": "float32", "flops": flops, "rows": rows, "failed": failed,
             "best_kernel": best, "best_pct_of_cublas": hand[0].get("pct_of_cublas") if hand else None,
             "module_compile_s": compile_s, "cublas_tf32": _tf32_state(),
+            "copy_ceiling_gbs": copy_gbs,
             "check": f"max |C - C64| / (|A| @ |B|) <= 16 sqrt(K) 2^-24; C64 = cupy float64 "
                      f"matmul on the GPU; output poisoned with NaN; awkward shape {AWKWARD} too",
             "sweep": sweep_rows, "tensor_cores": tc}
@@ -398,8 +403,8 @@ def run(n: int | None = None, repeat: int = 30) -> dict:
     if device.has_gpu() and not device.simulator_enabled():
         n = n or DEFAULT_N
         data["gpu"] = gpu_part(n, repeat)
+        data["gpu"]["sanitizer"] = sanitize()
         data["cpu"] = cpu_part(n, repeat=3)
-        data["sanitizer"] = sanitize()
     else:
         data["cpu"] = cpu_part(min(n or 1024, 2048), repeat=3)
     return data
@@ -602,7 +607,7 @@ def _tf(v):
 def render_table(slug: str, data: dict) -> str:
     g = data["gpu"]
     rows = []
-    for r in g["rows"]:
+    for r in g["rows"] + g.get("failed", []):
         if r.get("error"):
             rows.append([f"`{r['name']}`", "failed: " + r["error"][:80], "-", "-", "-", "-", "-"])
             continue
@@ -617,6 +622,51 @@ def render_table(slug: str, data: dict) -> str:
             f"events; cuBLAS with TF32 {g['cublas_tf32']}.\n\n")
     return head + report.table(["kernel", "TFLOP/s", "% of cuBLAS", "median", "first call",
                                 "registers / thread", "warps / SM (occupancy)"], rows)
+
+
+#: Block tile (rows, columns of C) of each tiled kernel; kept here so the renderers need
+#: no numba import (tests check it against the kernels' own constants).
+BLOCK_TILES = {"03-smem-numba": (64, 64), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
+               "06-2d-blocktile": (128, 128), "07-vectorised": (128, 128),
+               "08-warptile": (128, 128), "09-warptile-128x64": (128, 64)}
+
+
+def tile_intensity(kernel: str) -> float | None:
+    """FLOP per byte read from global memory if every tile load went to DRAM.
+
+    A BM x BN block tile reads (BM + BN) floats for each step along k and does
+    2 BM BN flops with them; an untiled kernel reads 2 floats per multiply-add.
+    """
+    if kernel in ("01-naive-numba", "02-coalesced-numba"):
+        return 2 / 8
+    tile = BLOCK_TILES.get(kernel)
+    if tile is None:
+        return None
+    bm, bn = tile
+    return 2 * bm * bn / (4 * (bm + bn))
+
+
+@report.renderer("matmul", "roofline")
+def render_roofline(slug: str, data: dict) -> str:
+    g = data["gpu"]
+    bw = g["copy_ceiling_gbs"] * 1e9
+    cublas = next(r for r in g["rows"] if r["name"] == "cublas")
+    peak = cublas["tflops"] * 1e12
+    n = g["n"]
+    rows = []
+    for r in g["rows"]:
+        ai = tile_intensity(r["name"])
+        if ai is None or not r.get("tflops"):
+            continue
+        roof = min(peak, ai * bw)
+        rows.append([f"`{r['name']}`", f"{ai:.2f}", _tf(roof / 1e12), _tf(r["tflops"]),
+                     "memory" if ai * bw < peak else "compute"])
+    head = (f"Memory roof: device copy {g['copy_ceiling_gbs']:,.0f} GB/s; compute roof: cuBLAS "
+            f"fp32 {cublas['tflops']:.1f} TFLOP/s; both measured in this run. They cross at "
+            f"{peak / bw:.1f} FLOP/byte. Reading A and B once and writing C once, "
+            f"n = {n} needs only {2 * n**3 / (12 * n * n):.0f} FLOP/byte.\n\n")
+    return head + report.table(["kernel", "FLOP per byte of tile loads", "roof there (TFLOP/s)",
+                                "measured (TFLOP/s)", "bound by"], rows)
 
 
 @report.renderer("matmul", "sweep")
@@ -663,7 +713,7 @@ def render_tensor_cores(slug: str, data: dict) -> str:
 
 @report.renderer("matmul", "sanitizer")
 def render_sanitizer(slug: str, data: dict) -> str:
-    s = data["sanitizer"]
+    s = data["gpu"]["sanitizer"]
     if not s.get("sanitizer"):
         return f"compute-sanitizer was not run: {s.get('note', 'not found')}"
     rows = [[f"`{r['kernel']}`", r["tool"], "-" if r["errors"] is None else r["errors"],
