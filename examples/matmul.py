@@ -2,9 +2,10 @@
 # # Matrix multiplication, kernel by kernel, against cuBLAS
 #
 # This script multiplies two float32 matrices with every kernel of
-# `gpukit.kernels.matmul` (numba kernels, then CUDA C kernels compiled by CuPy),
-# checks each result against a float64 reference, and times each kernel with
-# CUDA events next to cuBLAS. On a machine without an NVIDIA GPU the numba
+# `gpukit.kernels.matmul` (numba kernels, then CUDA C kernels compiled by CuPy;
+# the code is in `gpukit/kernels/gemm.py` and `matmul.cu`), checks each result
+# against a float64 reference, and times each kernel with CUDA events next to
+# cuBLAS. On a machine without an NVIDIA GPU the numba
 # kernels run on numba's CUDA simulator at a small size, and the CUDA C kernels
 # and cuBLAS are skipped.
 #
@@ -25,7 +26,7 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.kernels import matmul as mm  # noqa: E402
+from gpukit.kernels import gemm as mm  # noqa: E402
 from gpukit.kernels.matmul_bench import check_matmul  # noqa: E402
 # --8<-- [end:setup]
 

@@ -1,4 +1,4 @@
-"""gpukit.kernels.matmul: every kernel at awkward shapes, bad input, the checks, the renderers.
+"""gpukit.kernels.matmul (module gemm): every kernel at awkward shapes, bad input, checks, renderers.
 
 Without a GPU the numba kernels run on numba's CUDA simulator and the CUDA C kernels run
 in a CPU emulator (tests/cuda_emulator/harness.cpp, built with g++ and AddressSanitizer);
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gpukit import bench, report
-from gpukit.kernels import matmul as mm
+from gpukit.kernels import gemm as mm
 from gpukit.kernels import matmul_bench as mb
 from gpukit.verify import Mismatch
 from tests.helpers import ROOT
@@ -67,6 +67,11 @@ def test_k_zero_gives_zeros():
     out = cuda.to_device(np.full((3, 4), np.nan, np.float32))
     mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel="02-coalesced-numba", out=out)
     assert np.array_equal(out.copy_to_host(), np.zeros((3, 4), np.float32))
+
+
+def test_public_name_is_the_function():
+    import gpukit.kernels
+    assert gpukit.kernels.matmul is mm.matmul        # no submodule shadows it
 
 
 # -------------------------------------------------------------- bad input

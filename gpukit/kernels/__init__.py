@@ -16,7 +16,7 @@ def __getattr__(name):
         from .mandel import mandelbrot
         return mandelbrot
     if name == "matmul":
-        from .matmul import matmul
+        from .gemm import matmul
         return matmul
     raise AttributeError(f"module 'gpukit.kernels' has no attribute {name!r}")
 

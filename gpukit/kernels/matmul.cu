@@ -1,6 +1,6 @@
 // gpukit/kernels/matmul.cu: single-precision matrix multiplication, C = A @ B, in CUDA C.
 //
-// Loaded at run time by CuPy's RawModule (see gpukit/kernels/matmul.py); every kernel
+// Loaded at run time by CuPy's RawModule (see gpukit/kernels/gemm.py); every kernel
 // here is `extern "C"` so it can be fetched by its plain name.
 //
 // Conventions shared by every kernel:

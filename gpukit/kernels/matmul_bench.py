@@ -114,7 +114,7 @@ def _check_device(got, ref, scale, k, what, factor=1.0):
 
 
 def _timer_for(kernel: str) -> str:
-    from . import matmul as mm
+    from . import gemm as mm
     return "numba" if kernel in mm.NUMBA_KERNELS else "cupy"
 
 
@@ -129,7 +129,7 @@ def _sync(kernel: str):
 
 def _registers(kernel: str, m: int, n: int, k: int, vec: bool) -> dict:
     """Registers, shared and local memory per thread of the kernel as compiled here."""
-    from . import matmul as mm
+    from . import gemm as mm
     try:
         if kernel in mm.NUMBA_KERNELS:
             fn = mm.numba_launch(kernel, m, n)[0]
@@ -182,7 +182,7 @@ def _bench_kernel(kernel, a, b, out, flops, repeat, ref, scale, awk):
     """Verify at an awkward shape and at full size, then time; returns a row."""
     import cupy
 
-    from . import matmul as mm
+    from . import gemm as mm
     row = {"name": kernel}
     # 1. awkward shape, first call: compilation (numba) or module load (CUDA C) + a launch
     (aa, ab), (ref_a, scale_a) = awk
@@ -277,7 +277,7 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
     """TFLOP/s of cuBLAS and the given kernels at each n x n x n size."""
     import cupy
 
-    from . import matmul as mm
+    from . import gemm as mm
     rows = []
     for s in sizes:
         try:
@@ -314,7 +314,7 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
 def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
     import cupy
 
-    from . import matmul as mm
+    from . import gemm as mm
     flops = 2.0 * n**3
     a, b = _cupy_inputs(n, n, n, seed=0)
     ref, scale = _reference(a, b)
@@ -435,7 +435,7 @@ def sanitize_child(kernels) -> int:
     """
     import cupy
 
-    from . import matmul as mm
+    from . import gemm as mm
     status = 0
     for kernel in kernels:
         for m, n, k in SANITIZE_SHAPES:
@@ -461,7 +461,7 @@ _SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: .*)")
 
 def sanitize(kernels=None, tools=("memcheck", "racecheck"), timeout: int = 300) -> dict:
     """compute-sanitizer on every CUDA C kernel, one process per tool and kernel."""
-    from .matmul import CUDA_C_KERNELS
+    from .gemm import CUDA_C_KERNELS
     kernels = list(kernels or CUDA_C_KERNELS)
     exe = find_sanitizer()
     if exe is None:
@@ -555,7 +555,7 @@ def ptxas_report(arch: str = "sm_90") -> dict:
     try:
         from numba import cuda, float32
 
-        from . import matmul as mm
+        from . import gemm as mm
         ptxas = shutil.which("ptxas") or str(Path(nvcc).with_name("ptxas"))
         sig = (float32[:, ::1], float32[:, ::1], float32[:, ::1])
         numba_rep = {}
@@ -814,7 +814,7 @@ def main(argv=None) -> int:
                    help="write the ptxas register report (needs nvcc)")
     args = p.parse_args(argv)
     if args.sanitize_child:
-        from .matmul import CUDA_C_KERNELS
+        from .gemm import CUDA_C_KERNELS
         names = CUDA_C_KERNELS if args.sanitize_child == "all" else (args.sanitize_child,)
         unknown = [k for k in names if k not in CUDA_C_KERNELS]
         if unknown:
