@@ -285,6 +285,18 @@ def test_sanitizer_summaries_are_counted():
     assert mb._count_errors("crashed") is None
 
 
+def test_sanitizer_reports_are_attributed_to_kernels():
+    text = """========= Invalid __global__ read of size 16 bytes
+=========     at mm08_warptile_scalar+0x1a0 in matmul.cu:300
+=========     by thread (3,0,0) in block (1,0,0)
+========= Error: Race reported between Write access at mm04_smem+0x90
+=========     and Read access at mm04_smem+0x120
+========= ERROR SUMMARY: 2 errors
+"""
+    counts = mb.attribute_errors(text, ["04-smem-cuda", "07-vectorised", "08-warptile"])
+    assert counts == {"04-smem-cuda": 1, "07-vectorised": 0, "08-warptile": 1}
+
+
 def test_ptxas_parser():
     text = """ptxas info    : Compiling entry function 'mm08_warptile' for 'sm_90'
 ptxas info    : Function properties for mm08_warptile
@@ -321,10 +333,15 @@ def fabricated(gpu_name="NVIDIA Test GPU"):
            "max_err": 1e-7},
           {"name": "TF32 tensor cores (torch)", "dtype": "float32", "tf32": True, "tflops": 400.0,
            "max_err": 1e-4}]
-    san = {"sanitizer": "/usr/bin/compute-sanitizer", "version": "2025.3", "shapes": [[67, 129, 35]],
-           "runs": [{"kernel": "08-warptile", "tool": "memcheck", "errors": 0,
-                     "summary": "ERROR SUMMARY: 0 errors", "ran": ["ran a", "ran b"], "failed": [],
-                     "command": "compute-sanitizer --tool memcheck python -m x --sanitize-child 08-warptile"}]}
+    cmd = "compute-sanitizer --tool memcheck --error-exitcode 99 python -m x --sanitize-child all"
+    san = {"sanitizer": "/usr/bin/compute-sanitizer", "version": "2025.3",
+           "shapes": [[67, 129, 35], [68, 132, 36]],
+           "runs": [{"kernels": ["04-smem-cuda", "08-warptile"], "tool": tool, "errors": 0,
+                     "returncode": 0, "summary": "ERROR SUMMARY: 0 errors",
+                     "ran": ["ran a", "ran b"], "failed": [], "command": cmd,
+                     "per_kernel": {"04-smem-cuda": {"errors": 0, "verified": 2},
+                                    "08-warptile": {"errors": 0, "verified": 2}}}
+                    for tool in ("memcheck", "racecheck")]}
     machine = {"date": "2026-01-02T03:04:05+00:00", "slug": "test-gpu",
                "gpu": {"name": gpu_name}, "cpu": {"model": "Test CPU", "usable_cpus": 8},
                "cuda": {}}
@@ -357,7 +374,8 @@ def test_sweep_tensor_core_sanitizer_and_cpu_renderers(results_root):
     assert "| TF32 tensor cores (torch) | 400.00 | 8.0x |" in tc
     assert "best hand-written fp32 kernel (`09-warptile-128x64`)" in tc
     san = report.render("matmul", "sanitizer", root=results_root)
-    assert "| `08-warptile` | memcheck | 0 | ERROR SUMMARY: 0 errors | 2 |" in san
+    assert "| `08-warptile` | 0 (2 shapes verified) | 0 (2 shapes verified) |" in san
+    assert "memcheck: ERROR SUMMARY: 0 errors" in san and "--sanitize-child all" in san
     assert "NumPy matmul" in report.render("matmul", "cpu", root=results_root)
 
 

@@ -8,7 +8,7 @@ memory with one of a numbered progression of kernels (see ``KERNELS``):
 
 * ``01``-``03`` are numba ``@cuda.jit`` kernels (defined here; they also run on numba's
   CUDA simulator, which the tests use on machines without a GPU);
-* ``04``-``09`` are CUDA C kernels in ``matmul.cu``, compiled by CuPy's ``RawModule``;
+* ``04``-``11`` are CUDA C kernels in ``matmul.cu``, compiled by CuPy's ``RawModule``;
 * ``"cublas"`` is the vendor library (``cupy.matmul``; CuPy keeps TF32 off unless the
   environment sets ``CUPY_TF32=1``, and we refuse to run the reference then).
 
@@ -41,7 +41,7 @@ from numba import cuda, float32
 #: Kernel names, in the order the chapter introduces them.
 NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
-                  "08-warptile", "09-warptile-128x64")
+                  "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8")
 KERNELS = NUMBA_KERNELS + CUDA_C_KERNELS + ("cublas",)
 DEFAULT_KERNEL = "08-warptile"
 
@@ -273,6 +273,10 @@ CUDA_C_LAUNCH = {
     "08-warptile":         ("mm08_warptile", 128, 128, (256, 1), False, "mm08_warptile_scalar"),
     "09-warptile-128x64":  ("mm09_warptile_128x64", 128, 64, (128, 1), False,
                             "mm09_warptile_128x64_scalar"),
+    "10-warptile-128x256": ("mm10_warptile_128x256", 128, 256, (256, 1), False,
+                            "mm10_warptile_128x256_scalar"),
+    "11-warptile-bk8":     ("mm11_warptile_bk8", 128, 128, (256, 1), False,
+                            "mm11_warptile_bk8_scalar"),
 }
 
 

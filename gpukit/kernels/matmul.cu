@@ -408,3 +408,12 @@ WARPTILE_KERNEL(mm08_warptile_scalar, 256, 2, 0, 128, 128, 16, 64, 32, 2, 2, 4, 
 // blocks leaves fewer SMs idle, and more blocks per SM to hide latency.
 WARPTILE_KERNEL(mm09_warptile_128x64, 128, 4, 1, 128, 64, 8, 64, 32, 2, 2, 4, 4)
 WARPTILE_KERNEL(mm09_warptile_128x64_scalar, 128, 4, 0, 128, 64, 8, 64, 32, 2, 2, 4, 4)
+
+// The same code with a 128 x 256 block tile and 16 x 8 outputs per thread: 128 multiply-adds
+// for every 6 shared-memory loads, at the price of one block (8 warps) per SM.
+WARPTILE_KERNEL(mm10_warptile_128x256, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4)
+WARPTILE_KERNEL(mm10_warptile_128x256_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4)
+
+// Kernel 08 with BK = 8: half the registers for staging, twice the barriers per k.
+WARPTILE_KERNEL(mm11_warptile_bk8, 256, 2, 1, 128, 128, 8, 64, 32, 2, 2, 4, 4)
+WARPTILE_KERNEL(mm11_warptile_bk8_scalar, 256, 2, 0, 128, 128, 8, 64, 32, 2, 2, 4, 4)

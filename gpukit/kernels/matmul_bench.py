@@ -459,8 +459,11 @@ def sanitize_child(kernels) -> int:
 _SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: .*)")
 
 
-def sanitize(kernels=None, tools=("memcheck", "racecheck"), timeout: int = 300) -> dict:
-    """compute-sanitizer on every CUDA C kernel, one process per tool and kernel."""
+def sanitize(kernels=None, tools=("memcheck", "racecheck"), per_kernel: bool = False,
+             timeout: int = 400) -> dict:
+    """compute-sanitizer on every CUDA C kernel: one process per tool running all kernels
+    (``per_kernel=True``: one process per tool and kernel, slower). Each report line that
+    names one of our kernels is counted against it; the tool's summary gives the total."""
     from .gemm import CUDA_C_KERNELS
     kernels = list(kernels or CUDA_C_KERNELS)
     exe = find_sanitizer()
@@ -469,32 +472,60 @@ def sanitize(kernels=None, tools=("memcheck", "racecheck"), timeout: int = 300) 
                 "runs": []}
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    groups = [[k] for k in kernels] if per_kernel else [kernels]
     runs = []
-    for kernel in kernels:
+    for group in groups:
+        target = "all" if group == list(CUDA_C_KERNELS) else ",".join(group)
         for tool in tools:
-            cmd = [exe, "--tool", tool, "--error-exitcode", "99", sys.executable, "-m",
-                   "gpukit.kernels.matmul_bench", "--sanitize-child", kernel]
-            shown = " ".join(["compute-sanitizer", "--tool", tool, "--error-exitcode", "99",
-                              "python", "-m", "gpukit.kernels.matmul_bench",
-                              "--sanitize-child", kernel])
+            args = ["--tool", tool, "--error-exitcode", "99"]
+            child = ["-m", "gpukit.kernels.matmul_bench", "--sanitize-child", target]
+            shown = " ".join(["compute-sanitizer", *args, "python", *child])
             t0 = time.perf_counter()
             try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                                   cwd=root)
-                text = p.stdout + p.stderr
-                rc = p.returncode
+                p = subprocess.run([exe, *args, sys.executable, *child], capture_output=True,
+                                   text=True, timeout=timeout, env=env, cwd=root)
+                text, rc = p.stdout + p.stderr, p.returncode
             except subprocess.TimeoutExpired:
                 text, rc = f"timed out after {timeout} s", None
             summary = _SUMMARY.findall(text)
-            errors = _count_errors(text)
-            runs.append({"kernel": kernel, "tool": tool, "command": shown, "returncode": rc,
-                         "seconds": time.perf_counter() - t0, "summary": summary[-1] if summary else None,
-                         "errors": errors, "ran": re.findall(r"^ran .*$", text, re.M),
+            ran = re.findall(r"^ran .*$", text, re.M)
+            runs.append({"kernels": group, "tool": tool, "command": shown, "returncode": rc,
+                         "seconds": time.perf_counter() - t0,
+                         "summary": summary[-1] if summary else None,
+                         "errors": _count_errors(text), "ran": ran,
                          "failed": re.findall(r"^FAILED .*$", text, re.M),
+                         "per_kernel": {k: {"errors": n, "verified": sum(f"ran {k} " in r for r in ran)}
+                                        for k, n in attribute_errors(text, group).items()},
                          "output_tail": text[-1500:]})
-            print(f"  {tool:<10}{kernel:<22}{runs[-1]['summary']}", file=sys.stderr, flush=True)
+            print(f"  {tool:<10}{target:<22}{runs[-1]['summary']}", file=sys.stderr, flush=True)
     return {"sanitizer": exe, "version": _sanitizer_version(exe), "runs": runs,
             "shapes": [list(s) for s in SANITIZE_SHAPES]}
+
+
+_REPORT_START = re.compile(r"^=+ (Invalid|Error:|ERROR:|Warning:|WARN|.*[Hh]azard|Race|"
+                           r"Program hit|Uninitialized|Misaligned)")
+
+
+def attribute_errors(text: str, kernels) -> dict:
+    """How many of the sanitizer's reports name each kernel (its CUDA function names)."""
+    from .gemm import CUDA_C_LAUNCH
+    names = {}
+    for k in kernels:
+        name, *_rest, scalar = CUDA_C_LAUNCH[k]
+        for fn in (name, scalar):
+            if fn:
+                names[fn] = k
+    pattern = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
+    counts = {k: 0 for k in kernels}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if _REPORT_START.match(line):
+            for follow in lines[i:i + 6]:
+                m = pattern.search(follow)
+                if m:
+                    counts[names[m.group(1)]] += 1
+                    break
+    return counts
 
 
 def _count_errors(text: str) -> int | None:
@@ -592,7 +623,8 @@ def write_ptxas_report(path: Path = PTXAS_FILE) -> Path:
 #: The kernel each CUDA C name in the compiler report belongs to.
 PTXAS_NAMES = {"04-smem-cuda": "mm04_smem", "05-1d-blocktile": "mm05_blocktile1d",
                "06-2d-blocktile": "mm06_blocktile2d", "07-vectorised": "mm07_vectorised",
-               "08-warptile": "mm08_warptile", "09-warptile-128x64": "mm09_warptile_128x64"}
+               "08-warptile": "mm08_warptile", "09-warptile-128x64": "mm09_warptile_128x64",
+               "10-warptile-128x256": "mm10_warptile_128x256", "11-warptile-bk8": "mm11_warptile_bk8"}
 
 
 def _pct(v):
@@ -628,7 +660,8 @@ def render_table(slug: str, data: dict) -> str:
 #: no numba import (tests check it against the kernels' own constants).
 BLOCK_TILES = {"03-smem-numba": (64, 64), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
                "06-2d-blocktile": (128, 128), "07-vectorised": (128, 128),
-               "08-warptile": (128, 128), "09-warptile-128x64": (128, 64)}
+               "08-warptile": (128, 128), "09-warptile-128x64": (128, 64),
+               "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128)}
 
 
 def tile_intensity(kernel: str) -> float | None:
@@ -716,15 +749,25 @@ def render_sanitizer(slug: str, data: dict) -> str:
     s = data["gpu"]["sanitizer"]
     if not s.get("sanitizer"):
         return f"compute-sanitizer was not run: {s.get('note', 'not found')}"
-    rows = [[f"`{r['kernel']}`", r["tool"], "-" if r["errors"] is None else r["errors"],
-             r["summary"] or "no summary (see the results file)", len(r["ran"])]
-            for r in s["runs"]]
+    tools = list(dict.fromkeys(r["tool"] for r in s["runs"]))
+    kernels = list(dict.fromkeys(k for r in s["runs"] for k in r["kernels"]))
+    rows = []
+    for k in kernels:
+        line = [f"`{k}`"]
+        for tool in tools:
+            run_ = next((r for r in s["runs"] if r["tool"] == tool and k in r["kernels"]), None)
+            pk = (run_ or {}).get("per_kernel", {}).get(k)
+            line.append("-" if pk is None else f"{pk['errors']} ({pk['verified']} shapes verified)")
+        rows.append(line)
+    summaries = "; ".join(f"{r['tool']}: {r['summary'] or 'no summary'}"
+                          + (f" (exit status {r['returncode']})" if r["returncode"] else "")
+                          for r in s["runs"] if len(r["kernels"]) > 1) or "one process per kernel"
     head = (f"compute-sanitizer {s.get('version') or ''}, each kernel at "
             f"{' and '.join('x'.join(map(str, x)) for x in s['shapes'])} (M x N x K; the "
-            "second shape takes the 16-byte path), command: "
-            f"`{s['runs'][0]['command'].rsplit(' ', 1)[0]} KERNEL`\n\n")
-    return head + report.table(["kernel", "tool", "errors", "summary", "runs verified"], rows,
-                               align="llrll")
+            f"second shape takes the 16-byte path). Command: `{s['runs'][0]['command']}`. "
+            f"Tool summaries: {summaries}.\n\n")
+    return head + report.table(["kernel"] + [f"{t}: reports naming it" for t in tools], rows,
+                               align="l" + "r" * len(tools))
 
 
 @report.renderer("matmul", "cpu")
@@ -807,15 +850,18 @@ def main(argv=None) -> int:
                                 description="matmul sanitizer runs and compiler report")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--sanitize-child", metavar="KERNEL",
-                   help="run one CUDA C kernel (or 'all') at small shapes and verify it")
+                   help="run CUDA C kernels (a name, names joined by commas, or 'all') at "
+                        "small shapes and verify them")
     g.add_argument("--sanitize", action="store_true",
-                   help="run compute-sanitizer memcheck and racecheck on every CUDA C kernel")
+                   help="run compute-sanitizer memcheck and racecheck on every CUDA C kernel, "
+                        "one process per kernel and tool")
     g.add_argument("--ptxas", metavar="PATH", nargs="?", const=str(PTXAS_FILE),
                    help="write the ptxas register report (needs nvcc)")
     args = p.parse_args(argv)
     if args.sanitize_child:
         from .gemm import CUDA_C_KERNELS
-        names = CUDA_C_KERNELS if args.sanitize_child == "all" else (args.sanitize_child,)
+        names = (CUDA_C_KERNELS if args.sanitize_child == "all"
+                 else tuple(args.sanitize_child.split(",")))
         unknown = [k for k in names if k not in CUDA_C_KERNELS]
         if unknown:
             print(f"error: {unknown[0]!r} is not a CUDA C kernel; choose from "
@@ -823,11 +869,11 @@ def main(argv=None) -> int:
             return 2
         return sanitize_child(names)
     if args.sanitize:
-        result = sanitize()
+        result = sanitize(per_kernel=True)
         print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
         bad = [r for r in result["runs"] if r["errors"] != 0 or r["failed"] or not r["ran"]]
         for r in result["runs"]:
-            print(f"{r['tool']:<10} {r['kernel']:<22} {r['summary']}")
+            print(f"{r['tool']:<10} {','.join(r['kernels']):<22} {r['summary']}")
         return 1 if bad or not result["runs"] else 0
     path = write_ptxas_report(Path(args.ptxas))
     print(f"wrote {path}")

@@ -50,6 +50,10 @@ static std::map<std::string, Kernel> kernels() {
     k["mm08_warptile_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm08_warptile_scalar(a, b, c, m, n, kk); };
     k["mm09_warptile_128x64"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm09_warptile_128x64(a, b, c, m, n, kk); };
     k["mm09_warptile_128x64_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm09_warptile_128x64_scalar(a, b, c, m, n, kk); };
+    k["mm10_warptile_128x256"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm10_warptile_128x256(a, b, c, m, n, kk); };
+    k["mm10_warptile_128x256_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm10_warptile_128x256_scalar(a, b, c, m, n, kk); };
+    k["mm11_warptile_bk8"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm11_warptile_bk8(a, b, c, m, n, kk); };
+    k["mm11_warptile_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm11_warptile_bk8_scalar(a, b, c, m, n, kk); };
     return k;
 }
 
