@@ -330,6 +330,9 @@ def _cupy_matmul(kernel, a, b, out):
             n = cb.shape[1]
             vec = vector_ok(m, n, k, (ca.data.ptr, cb.data.ptr, target.data.ptr))
             name, grid, block, extra = cuda_c_launch(kernel, m, n, k, vec)
+            if grid[1] > 65535:
+                raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
+                                 f"65535; split A into row blocks or use kernel='cublas'")
             fn = cupy_module(dev).get_function(name)
             fn(grid, block, (ca, cb, target, np.int32(m), np.int32(n), np.int32(k),
                              *(np.int32(e) for e in extra)))

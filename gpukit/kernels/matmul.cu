@@ -229,7 +229,8 @@ mm07_vectorised(const float* __restrict__ A, const float* __restrict__ B,
     const int bRow = tid / (BN07 / 4), bCol = (tid % (BN07 / 4)) * 4;
 
     float acc[TM07 * TN07] = {0.0f};
-    float regM[TM07], regN[TN07];
+    __align__(16) float regM[TM07];          // aligned: read and written as float4
+    __align__(16) float regN[TN07];
     for (int k0 = 0; k0 < K; k0 += BK07) {
         const float4 a = load4(A, rowBase + aRow, k0 + aCol, M, K, K, vec);
         As[(aCol + 0) * BM07 + aRow] = a.x;             // transpose on the way in
@@ -301,7 +302,8 @@ __device__ __forceinline__ void warptile_body(const float* __restrict__ A,
     const int rowBase = blockIdx.y * BM, colBase = blockIdx.x * BN;
 
     float acc[WMITER * TM * WNITER * TN] = {0.0f};
-    float regM[WMITER * TM], regN[WNITER * TN];
+    __align__(16) float regM[WMITER * TM];   // aligned: read and written as float4
+    __align__(16) float regN[WNITER * TN];
     float4 stageA[LA], stageB[LB];                      // the next tile, in flight
 
     // Global -> registers for the tile starting at k0 (coalesced 16-byte loads) ...
