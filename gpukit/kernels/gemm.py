@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 from numba import cuda, float32
 
+from .vecadd import _kind   # 'numpy', 'cupy', 'torch-cpu', 'torch-cuda', 'cuda' or 'other'
+
 #: Kernel names, in the order the chapter introduces them.
 NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
@@ -142,19 +144,6 @@ def smem_kernel(a, b, c):
 
 
 # ------------------------------------------------------------------------ dispatcher
-
-def _kind(x) -> str:
-    mod = type(x).__module__.split(".")[0]
-    if isinstance(x, np.ndarray):
-        return "numpy"
-    if mod == "cupy":
-        return "cupy"
-    if mod == "torch":
-        return "torch-cuda" if x.is_cuda else "torch-cpu"
-    if hasattr(x, "copy_to_host") or hasattr(x, "__cuda_array_interface__"):
-        return "cuda"
-    return "other"
-
 
 def _device_id(x):
     kind = _kind(x)
