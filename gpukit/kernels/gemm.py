@@ -6,7 +6,7 @@
 ``matmul(a, b, kernel=...)`` computes ``a @ b`` for float32 matrices already in GPU
 memory with one of a numbered progression of kernels (see ``KERNELS``):
 
-* ``01``-``03`` are numba ``@cuda.jit`` kernels (defined here; they also run on numba's
+* ``01``-``03b`` are numba ``@cuda.jit`` kernels (defined here; they also run on numba's
   CUDA simulator, which the tests use on machines without a GPU);
 * ``04``-``11`` are CUDA C kernels in ``matmul.cu``, compiled by CuPy's ``RawModule``;
 * ``"cublas"`` is the vendor library (``cupy.matmul``; CuPy keeps TF32 off unless the
@@ -38,10 +38,11 @@ from pathlib import Path
 import numpy as np
 from numba import cuda, float32
 
+from ..device import simulator_enabled
 from .vecadd import _kind   # 'numpy', 'cupy', 'torch-cpu', 'torch-cuda', 'cuda' or 'other'
 
 #: Kernel names, in the order the chapter introduces them.
-NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba")
+NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
                   "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8")
 KERNELS = NUMBA_KERNELS + CUDA_C_KERNELS + ("cublas",)
@@ -87,59 +88,74 @@ def coalesced_kernel(a, b, c):
 # ---------------------------------------------- 03: shared memory + registers (numba)
 
 # --8<-- [start:smem_numba]
-# A block of 16 x 16 threads computes a 64 x 64 tile of C, each thread a 4 x 4 set of
-# outputs held in registers. Per step of BK along k, the block copies a 64 x BK tile of A
-# and a BK x 64 tile of B into shared memory; every value copied is then used 64 times.
-TILE = 64            # rows and columns of C per block
-BK = 16              # depth of one step along k
+# A block of 16 x 16 threads computes a TILE x TILE tile of C, each thread a PER x PER set
+# of outputs held in registers. Per step of BK along k, the block copies a TILE x BK tile
+# of A and a BK x TILE tile of B into shared memory; each value copied is then used TILE
+# times. The sizes must be compile-time constants (they size cuda.local.array and
+# cuda.shared.array, and let the compiler unroll the loops over them), so a function
+# builds one kernel per choice of sizes: its arguments are constants inside the kernel.
 THREADS = 16         # threads per block along each side (16 x 16 = 256)
-PER = TILE // THREADS  # outputs per thread along each side (4 x 4)
-TILE_PAD = TILE + 1  # row length of the transposed A tile (shape sizes must be constants)
 
 
-@cuda.jit
-def smem_kernel(a, b, c):
-    # A is stored transposed (k first, padded by one column so that the transposing
-    # stores hit different banks); B as it is.
-    sa = cuda.shared.array((BK, TILE_PAD), float32)
-    sb = cuda.shared.array((BK, TILE), float32)
-    acc = cuda.local.array((PER, PER), float32)   # 16 registers per thread
-    ra = cuda.local.array(PER, float32)
-    rb = cuda.local.array(PER, float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    tid = ty * THREADS + tx
-    row0, col0 = cuda.blockIdx.y * TILE, cuda.blockIdx.x * TILE
-    m, n, kdim = c.shape[0], c.shape[1], a.shape[1]
-    for i in range(PER):
-        for j in range(PER):
-            acc[i, j] = 0.0
-    for k0 in range(0, kdim, BK):
-        # 256 threads copy 64 x 16 = 1024 values of each tile, 4 each; consecutive
-        # threads read consecutive addresses. Outside the matrices: zeros.
-        for step in range(TILE * BK // (THREADS * THREADS)):
-            e = tid + step * THREADS * THREADS
-            r, k = e // BK, e % BK                      # A tile: row r, column k
-            sa[k, r] = a[row0 + r, k0 + k] if row0 + r < m and k0 + k < kdim else float32(0.0)
-            k, col = e // TILE, e % TILE                # B tile: row k, column col
-            sb[k, col] = b[k0 + k, col0 + col] if k0 + k < kdim and col0 + col < n else float32(0.0)
-        cuda.syncthreads()
-        for k in range(BK):
-            # Thread (ty, tx) owns rows ty + 16 i and columns tx + 16 j: neighbouring
-            # threads read neighbouring words of sb (no bank conflicts) and write
-            # neighbouring elements of C (coalesced).
-            for i in range(PER):
-                ra[i] = sa[k, ty + i * THREADS]
-            for j in range(PER):
-                rb[j] = sb[k, tx + j * THREADS]
-            for i in range(PER):
-                for j in range(PER):
-                    acc[i, j] += ra[i] * rb[j]
-        cuda.syncthreads()
-    for i in range(PER):
-        for j in range(PER):
-            r, col = row0 + ty + i * THREADS, col0 + tx + j * THREADS
-            if r < m and col < n:
-                c[r, col] = acc[i, j]
+def make_smem_kernel(tile: int, bk: int, launch_bounds=None):
+    per = tile // THREADS        # outputs per thread along each side
+    pad = tile + 1               # row length of the transposed A tile
+    loads = tile * bk // (THREADS * THREADS)   # elements of each tile a thread copies
+
+    # (numba's CUDA simulator takes no launch_bounds; it has no registers to budget)
+    options = {} if launch_bounds is None or simulator_enabled() else {"launch_bounds": launch_bounds}
+
+    @cuda.jit(**options)
+    def smem_kernel(a, b, c):
+        # A is stored transposed (k first, padded by one column so that the transposing
+        # stores hit different banks); B as it is.
+        sa = cuda.shared.array((bk, pad), float32)
+        sb = cuda.shared.array((bk, tile), float32)
+        acc = cuda.local.array((per, per), float32)   # registers, once unrolled
+        ra = cuda.local.array(per, float32)
+        rb = cuda.local.array(per, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        tid = ty * THREADS + tx
+        row0, col0 = cuda.blockIdx.y * tile, cuda.blockIdx.x * tile
+        m, n, kdim = c.shape[0], c.shape[1], a.shape[1]
+        for i in range(per):
+            for j in range(per):
+                acc[i, j] = 0.0
+        for k0 in range(0, kdim, bk):
+            # Consecutive threads read consecutive addresses; outside the matrices: zeros.
+            for step in range(loads):
+                e = tid + step * THREADS * THREADS
+                r, k = e // bk, e % bk                      # A tile: row r, column k
+                sa[k, r] = a[row0 + r, k0 + k] if row0 + r < m and k0 + k < kdim else float32(0.0)
+                k, col = e // tile, e % tile                # B tile: row k, column col
+                sb[k, col] = b[k0 + k, col0 + col] if k0 + k < kdim and col0 + col < n else float32(0.0)
+            cuda.syncthreads()
+            for k in range(bk):
+                # Thread (ty, tx) owns rows ty + 16 i and columns tx + 16 j: neighbouring
+                # threads read neighbouring words of sb (no bank conflicts) and write
+                # neighbouring elements of C (coalesced).
+                for i in range(per):
+                    ra[i] = sa[k, ty + i * THREADS]
+                for j in range(per):
+                    rb[j] = sb[k, tx + j * THREADS]
+                for i in range(per):
+                    for j in range(per):
+                        acc[i, j] += ra[i] * rb[j]
+            cuda.syncthreads()
+        for i in range(per):
+            for j in range(per):
+                r, col = row0 + ty + i * THREADS, col0 + tx + j * THREADS
+                if r < m and col < n:
+                    c[r, col] = acc[i, j]
+
+    return smem_kernel
+
+
+#: 64 x 64 tiles, 4 x 4 outputs per thread: 8 shared loads feed 16 multiply-adds.
+smem_kernel = make_smem_kernel(64, 16)
+#: 128 x 128 tiles, 8 x 8 outputs per thread: 16 shared loads feed 64 multiply-adds; at
+#: most 128 registers a thread so that two blocks of 256 threads fit on an SM.
+smem_kernel_8x8 = make_smem_kernel(128, 8, launch_bounds=(256, 2))
 # --8<-- [end:smem_numba]
 
 
@@ -242,7 +258,8 @@ def numba_launch(kernel: str, m: int, n: int):
     if kernel == "02-coalesced-numba":
         threads = (32, 8)               # x -> columns
         return coalesced_kernel, (math.ceil(n / 32), math.ceil(m / 8)), threads
-    return smem_kernel, (math.ceil(n / TILE), math.ceil(m / TILE)), (THREADS, THREADS)
+    fn, tile = ((smem_kernel, 64) if kernel == "03-smem-numba" else (smem_kernel_8x8, 128))
+    return fn, (math.ceil(n / tile), math.ceil(m / tile)), (THREADS, THREADS)
 
 
 def _numba_matmul(kernel, a, b, out):
