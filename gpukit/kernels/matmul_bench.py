@@ -200,8 +200,8 @@ def _bench_kernel(kernel, a, b, out, flops, repeat, ref, scale, awk):
     _sync(kernel)
     estimate = time.perf_counter() - t0
     row["max_err"] = _check_device(out, ref, scale, a.shape[1], kernel)
-    # 3. steady state: slow kernels get fewer repeats (at least 3), fast ones `repeat`
-    reps = repeat if estimate < 0.2 else max(3, min(repeat, int(3.0 / estimate)))
+    # 3. steady state: `repeat` calls, fewer (but at least 10) for slow kernels
+    reps = repeat if estimate < 0.2 else max(10 if estimate < 1 else 3, min(repeat, int(4 / estimate)))
     timing = bench.bench(lambda: mm.matmul(a, b, kernel=kernel, out=out),
                          timer=_timer_for(kernel), name=kernel, warmup=1 if estimate > 0.05 else 3,
                          repeat=reps, flops=flops)
@@ -654,7 +654,10 @@ def render_table(slug: str, data: dict) -> str:
     n = g["n"]
     head = (f"**{data['machine']['gpu']['name']}**, C = A @ B with {n} x {n} float32 matrices "
             f"({g['flops'] / 1e9:.0f} GFLOP per call), median of repeated calls timed with CUDA "
-            f"events; cuBLAS with TF32 {g['cublas_tf32']}.\n\n")
+            f"events; cuBLAS with TF32 {g['cublas_tf32']}. First call: at "
+            f"{' x '.join(map(str, AWKWARD))}, including numba's compilation; the CUDA C module "
+            f"(all its kernels) was compiled once before, in "
+            f"{report.fmt_time(g.get('module_compile_s'))}.\n\n")
     return head + report.table(["kernel", "TFLOP/s", "% of cuBLAS", "median", "first call",
                                 "registers / thread", "warps / SM (occupancy)"], rows)
 
