@@ -816,6 +816,9 @@ def _plot(plt, data, rows):
         ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, f"{v:.1f} %",
                 va="center", fontsize=8)
     ax.axvline(100, color="#555", linestyle="--", linewidth=1)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="#7cb342", label="numba"), Patch(color="#2e7d32", label="CUDA C")],
+              loc="lower right", fontsize=8)
     ax.set_xlim(0, max(110, max(pct) + 15))
     ax.set_xlabel("speed, % of cuBLAS SGEMM (fp32, TF32 off) measured in the same run")
     ax.set_ylabel("kernel")
