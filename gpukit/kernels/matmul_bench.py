@@ -282,12 +282,12 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
     for s in sizes:
         try:
             a, b = _cupy_inputs(s, s, s, seed=s)
+            ref = mm.matmul(a, b, kernel="cublas")
+            scale = cupy.abs(a) @ cupy.abs(b)
+            out = cupy.empty_like(ref)
         except Exception as exc:
             rows.append({"n": s, "error": f"{type(exc).__name__}: {exc}"})
             continue
-        ref = mm.matmul(a, b, kernel="cublas")
-        scale = cupy.abs(a) @ cupy.abs(b)
-        out = cupy.empty_like(ref)
         for kernel in ["cublas", *kernels]:
             entry = {"n": s, "name": kernel}
             try:
@@ -354,7 +354,10 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
                   key=lambda r: -r["tflops"])
     best = hand[0]["name"] if hand else None
     sweep_kernels = [r["name"] for r in hand[:2]]
-    sweep_rows = size_sweep(sweep_kernels, sweep, repeat=max(5, repeat // 3)) if sweep else []
+    try:
+        sweep_rows = size_sweep(sweep_kernels, sweep, repeat=max(5, repeat // 3)) if sweep else []
+    except Exception as exc:
+        sweep_rows = [{"n": 0, "error": f"{type(exc).__name__}: {exc}"}]
     try:
         tc = tensor_cores(a, b, ref, scale, repeat=max(5, repeat // 3))
     except Exception as exc:
@@ -688,6 +691,8 @@ def tile_intensity(kernel: str) -> float | None:
 @report.renderer("matmul", "roofline")
 def render_roofline(slug: str, data: dict) -> str:
     g = data["gpu"]
+    if not g.get("copy_ceiling_gbs"):
+        raise KeyError("copy_ceiling_gbs")      # not measured in this run: no roofline
     bw = g["copy_ceiling_gbs"] * 1e9
     cublas = next(r for r in g["rows"] if r["name"] == "cublas")
     peak = cublas["tflops"] * 1e12
