@@ -159,6 +159,7 @@ def run_vector_add(n: int | None, repeat: int) -> dict:
 BENCHMARKS = {
     "vector-add": ("vector_add", "gpukit.benchmarks:run_vector_add"),
     "mandelbrot": ("mandelbrot", "gpukit.kernels.mandel_bench:run"),
+    "matmul": ("matmul", "gpukit.kernels.matmul_bench:run"),
 }
 
 

@@ -22,6 +22,7 @@ DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
 RENDERER_MODULES = [
     "gpukit.kernels.mandel_bench",
     "gpukit.cloud.render",
+    "gpukit.kernels.matmul_bench",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["vector_add", "mandelbrot"]
+__all__ = ["vector_add", "mandelbrot", "matmul"]
 
 
 def __getattr__(name):
@@ -15,6 +15,9 @@ def __getattr__(name):
     if name == "mandelbrot":
         from .mandel import mandelbrot
         return mandelbrot
+    if name == "matmul":
+        from .gemm import matmul
+        return matmul
     raise AttributeError(f"module 'gpukit.kernels' has no attribute {name!r}")
 
 

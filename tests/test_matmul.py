@@ -1,0 +1,442 @@
+"""gpukit.kernels.matmul (module gemm): every kernel at awkward shapes, bad input, checks, renderers.
+
+Without a GPU the numba kernels run on numba's CUDA simulator and the CUDA C kernels run
+in a CPU emulator (tests/cuda_emulator/harness.cpp, built with g++ and AddressSanitizer);
+on a GPU the same numba tests run on the device and the `gpu` tests run every CUDA C
+kernel through CuPy.
+"""
+
+import functools
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpukit import bench, report
+from gpukit.kernels import gemm as mm
+from gpukit.kernels import matmul_bench as mb
+from gpukit.verify import Mismatch
+from tests.helpers import ROOT
+
+SHAPES = [(1, 1, 1), (17, 33, 65), (50, 50, 50)]          # M, N, K
+GPU_SHAPES = [(1, 1, 1), (17, 33, 65), (129, 257, 63), (1000, 1000, 1000)]
+
+
+def inputs(m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k), dtype=np.float32),
+            rng.standard_normal((k, n), dtype=np.float32))
+
+
+# ------------------------------------------------------------- numba kernels
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kernel", mm.NUMBA_KERNELS)
+def test_numba_kernels_match_float64(kernel, shape):
+    from numba import cuda
+    m, n, k = shape
+    a, b = inputs(m, n, k)
+    out = cuda.to_device(np.full((m, n), np.nan, np.float32))       # poisoned
+    assert mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel=kernel, out=out) is out
+    mb.check_matmul(out.copy_to_host(), a, b, what=kernel)
+
+
+def test_numba_tiled_kernel_takes_strided_views():
+    from numba import cuda
+    a, b = inputs(40, 36, 70, seed=3)
+    big_a = cuda.to_device(np.repeat(a, 2, axis=0))      # rows 0, 2, 4, ... are a
+    got = mm.matmul(big_a[::2], cuda.to_device(b), kernel="03-smem-numba")
+    mb.check_matmul(got.copy_to_host(), a, b)
+
+
+@pytest.mark.parametrize("m, n, k", [(0, 5, 3), (4, 0, 3), (0, 0, 0)])
+def test_empty_results(m, n, k):
+    from numba import cuda
+    a, b = inputs(m, n, k)
+    got = mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel="03-smem-numba")
+    assert got.shape == (m, n)
+
+
+def test_k_zero_gives_zeros():
+    from numba import cuda
+    a, b = np.empty((3, 0), np.float32), np.empty((0, 4), np.float32)
+    out = cuda.to_device(np.full((3, 4), np.nan, np.float32))
+    mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel="02-coalesced-numba", out=out)
+    assert np.array_equal(out.copy_to_host(), np.zeros((3, 4), np.float32))
+
+
+def test_public_name_is_the_function():
+    import gpukit.kernels
+    assert gpukit.kernels.matmul is mm.matmul        # no submodule shadows it
+
+
+# -------------------------------------------------------------- bad input
+
+def test_unknown_kernel():
+    from numba import cuda
+    a = cuda.to_device(np.ones((2, 2), np.float32))
+    with pytest.raises(ValueError, match="unknown kernel 'fast'.*08-warptile"):
+        mm.matmul(a, a, kernel="fast")
+
+
+def test_wrong_dtype():
+    from numba import cuda
+    a = cuda.to_device(np.ones((2, 2), np.float64))
+    with pytest.raises(TypeError, match="float64.*float32 only"):
+        mm.matmul(a, a, kernel="01-naive-numba")
+
+
+def test_not_two_dimensional():
+    from numba import cuda
+    a = cuda.to_device(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="2-D"):
+        mm.matmul(a, a, kernel="01-naive-numba")
+
+
+def test_inner_dimensions_must_match():
+    from numba import cuda
+    a, b = cuda.to_device(np.ones((2, 3), np.float32)), cuda.to_device(np.ones((4, 2), np.float32))
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        mm.matmul(a, b, kernel="03-smem-numba")
+
+
+def test_host_arrays_are_refused():
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match="host memory"):
+        mm.matmul(a, a)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="host memory"):
+        mm.matmul(torch.ones(2, 2), torch.ones(2, 2))
+
+
+def test_wrong_out_shape():
+    from numba import cuda
+    a = cuda.to_device(np.ones((2, 3), np.float32))
+    b = cuda.to_device(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"out must be float32 of shape \(2, 4\)"):
+        mm.matmul(a, b, kernel="01-naive-numba", out=cuda.device_array((4, 2), np.float32))
+
+
+# ------------------------------------------------------------ the check itself
+
+def test_check_catches_nan_and_one_missing_term():
+    a, b = inputs(4, 4, 4096, seed=5)
+    good = a.astype(np.float64) @ b
+    assert mb.check_matmul(good.astype(np.float32), a, b) < mb.error_bound(4096)
+    poisoned = good.astype(np.float32)
+    poisoned[2, 3] = np.nan
+    with pytest.raises(Mismatch, match="NaN"):
+        mb.check_matmul(poisoned, a, b)
+    missing = good - np.outer(a[:, 0], b[0, :])          # one of 4096 terms left out
+    with pytest.raises(Mismatch, match="exceeds"):
+        mb.check_matmul(missing.astype(np.float32), a, b)
+
+
+def test_vector_path_needs_multiples_of_four_and_alignment():
+    assert mm.vector_ok(5, 8, 12, (0, 16, 32))
+    assert not mm.vector_ok(5, 8, 13, (0, 16, 32))        # K not a multiple of 4
+    assert not mm.vector_ok(5, 6, 12, (0, 16, 32))        # N not a multiple of 4
+    assert not mm.vector_ok(5, 8, 12, (4, 16, 32))        # misaligned pointer
+    assert mm.cuda_c_launch("08-warptile", 5, 8, 12, False)[0] == "mm08_warptile_scalar"
+    name, grid, block, extra = mm.cuda_c_launch("07-vectorised", 300, 130, 12, True)
+    assert (name, grid, block, extra) == ("mm07_vectorised", (2, 3), (256, 1), (1,))
+
+
+# ------------------------------------------------- CUDA C kernels: compile + emulate
+
+def test_cuda_source_compiles_with_nvrtc():
+    """The CUDA C file compiles with NVRTC, the compiler CuPy's RawModule uses."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+    src = mm.SOURCE.read_bytes()
+    err, prog = nvrtc.nvrtcCreateProgram(src, b"matmul.cu", 0, [], [])
+    opts = [b"-std=c++17", b"--gpu-architecture=sm_90"]
+    (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode()
+
+
+@functools.cache
+def _emulator(tmp_dir: str) -> str:
+    exe = f"{tmp_dir}/harness"
+    subprocess.run(["g++", "-std=c++20", "-O1", "-g", "-fsanitize=address", "-Wno-unknown-pragmas",
+                    "-pthread", str(ROOT / "tests/cuda_emulator/harness.cpp"), "-o", exe],
+                   check=True, capture_output=True, text=True)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not found: the CPU emulator of the CUDA C kernels needs it")
+    try:
+        return _emulator(str(tmp_path_factory.mktemp("emu")))
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"this g++ cannot build the emulator (needs C++20 <barrier>): {exc.stderr[-300:]}")
+
+
+EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True)]
+
+
+@pytest.mark.parametrize("shape", EMU_SHAPES, ids=lambda s: "x".join(map(str, s[:3])) + ("-vec" if s[3] else ""))
+@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS)
+def test_cuda_c_kernels_in_cpu_emulator(emulator, kernel, shape, tmp_path):
+    m, n, k, vec = shape
+    if kernel == "04-smem-cuda" and m * n > 10_000:
+        m, n = m // 2, n // 2        # 1024 threads a block: keep the emulator quick
+    a, b = inputs(m, n, k, seed=m + n + k)
+    name, grid, block, _ = mm.cuda_c_launch(kernel, m, n, k, vec)
+    a.tofile(tmp_path / "a")
+    b.tofile(tmp_path / "b")
+    proc = subprocess.run([str(x) for x in (emulator, name, m, n, k, int(vec), *grid, *block,
+                                            tmp_path / "a", tmp_path / "b", tmp_path / "c")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]          # AddressSanitizer reports here
+    got = np.fromfile(tmp_path / "c", np.float32).reshape(m, n)
+    mb.check_matmul(got, a, b, what=f"{kernel} ({name}, emulated)")
+
+
+# ---------------------------------------------------------------- on the GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS + ("cublas",))
+def test_cuda_c_kernels_on_gpu(kernel, shape):
+    import cupy
+    m, n, k = shape
+    a, b = inputs(m, n, k, seed=m)
+    out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
+    assert mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel, out=out) is out
+    mb.check_matmul(out.get(), a, b, what=kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS)
+def test_cuda_c_kernels_misaligned_and_strided(kernel):
+    import cupy
+    m, n, k = 130, 132, 68                       # K and N multiples of 4 ...
+    a, b = inputs(m, n, k, seed=7)
+    flat = cupy.empty(m * k + 1, dtype=cupy.float32)
+    da = flat[1:].reshape(m, k)                  # ... but A starts 4 bytes past alignment
+    da[...] = cupy.asarray(a)
+    assert da.data.ptr % 16 != 0
+    db = cupy.asarray(np.ascontiguousarray(b.T)).T   # column-major view of B
+    assert not db.flags.c_contiguous
+    got = mm.matmul(da, db, kernel=kernel)
+    mb.check_matmul(got.get(), a, b, what=f"{kernel} misaligned")
+    # the aligned, contiguous case takes the 16-byte path on the same shape
+    mb.check_matmul(mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel).get(), a, b)
+
+
+@pytest.mark.gpu
+def test_torch_tensors_in_torch_tensor_out():
+    torch = pytest.importorskip("torch")
+    a, b = inputs(70, 90, 33, seed=2)
+    got = mm.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda())
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    mb.check_matmul(got.cpu().numpy(), a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", mm.NUMBA_KERNELS)
+def test_numba_kernels_on_gpu_with_cupy_arrays(kernel):
+    import cupy
+    a, b = inputs(129, 257, 63, seed=4)
+    got = mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel)
+    assert isinstance(got, cupy.ndarray)
+    mb.check_matmul(got.get(), a, b, what=kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_compute_sanitizer_finds_nothing():
+    result = mb.sanitize()
+    assert result["sanitizer"], result.get("note")
+    for r in result["runs"]:
+        assert r["errors"] == 0 and r["ran"] and not r["failed"], (r["command"], r["output_tail"])
+
+
+# ------------------------------------------------------------ sanitizer driver
+
+def test_sanitizer_missing_is_recorded(monkeypatch):
+    monkeypatch.setattr(mb, "find_sanitizer", lambda: None)
+    result = mb.sanitize()
+    assert result["sanitizer"] is None and "not found" in result["note"]
+
+
+def test_sanitize_child_refuses_unknown_kernel():
+    proc = subprocess.run([sys.executable, "-m", "gpukit.kernels.matmul_bench",
+                           "--sanitize-child", "01-naive-numba"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "not a CUDA C kernel" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_sanitizer_summaries_are_counted():
+    assert mb._count_errors("========= ERROR SUMMARY: 0 errors\n") == 0
+    assert mb._count_errors("========= ERROR SUMMARY: 3 errors\n") == 3
+    text = "========= RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)\n"
+    assert mb._count_errors(text) == 2
+    assert mb._count_errors("crashed") is None
+
+
+def test_sanitizer_reports_are_attributed_to_kernels():
+    text = """========= Invalid __global__ read of size 16 bytes
+=========     at mm08_warptile_scalar+0x1a0 in matmul.cu:300
+=========     by thread (3,0,0) in block (1,0,0)
+========= Error: Race reported between Write access at mm04_smem+0x90
+=========     and Read access at mm04_smem+0x120
+========= ERROR SUMMARY: 2 errors
+"""
+    counts = mb.attribute_errors(text, ["04-smem-cuda", "07-vectorised", "08-warptile"])
+    assert counts == {"04-smem-cuda": 1, "07-vectorised": 0, "08-warptile": 1}
+
+
+def test_ptxas_parser():
+    text = """ptxas info    : Compiling entry function 'mm08_warptile' for 'sm_90'
+ptxas info    : Function properties for mm08_warptile
+    0 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 32768 bytes smem
+"""
+    rep = mb.parse_ptxas(text)["mm08_warptile"]
+    assert rep == {"arch": "sm_90", "stack_bytes": 0, "spill_stores": 4, "spill_loads": 8,
+                   "registers": 128, "shared_bytes": 32768}
+
+
+def test_committed_ptxas_report_covers_every_kernel_without_spills():
+    data = json.loads(mb.PTXAS_FILE.read_text())
+    for kernel, fn in mb.PTXAS_NAMES.items():
+        assert data["cuda_c"][fn]["spill_stores"] == 0, kernel
+    assert set(data["numba"]) == set(mm.NUMBA_KERNELS)
+    md = report.render_data("matmul_ptxas", "registers")
+    assert f"| {data['cuda_c']['mm08_warptile']['registers']} |" in md
+
+
+# ------------------------------------------------------------------ renderers
+
+def fabricated(gpu_name="NVIDIA Test GPU"):
+    rows = [{"name": "cublas", "tflops": 50.0, "median_s": 2.7e-3, "first_call_s": 0.2,
+             "max_err": 1e-7, "pct_of_cublas": 100.0}]
+    for i, name in enumerate(mm.NUMBA_KERNELS + mm.CUDA_C_KERNELS):
+        t = 2.0 + 5 * i
+        rows.append({"name": name, "tflops": t, "median_s": 1.0 / t, "first_call_s": 0.5,
+                     "max_err": 2e-7, "pct_of_cublas": 2 * t, "registers": 40 + i, "threads": 256,
+                     "occupancy": {"warps_per_sm": 16, "occupancy": 0.25}})
+    sweep = [{"n": s, "name": k, "tflops": 10.0 + s / 1000, "median_s": 1e-3,
+              "pct_of_cublas": 80.0} for s in (512, 1024) for k in ("cublas", "08-warptile")]
+    tc = [{"name": "fp32, TF32 off (torch)", "dtype": "float32", "tf32": False, "tflops": 50.0,
+           "max_err": 1e-7},
+          {"name": "TF32 tensor cores (torch)", "dtype": "float32", "tf32": True, "tflops": 400.0,
+           "max_err": 1e-4}]
+    cmd = "compute-sanitizer --tool memcheck --error-exitcode 99 python -m x --sanitize-child all"
+    san = {"sanitizer": "/usr/bin/compute-sanitizer", "version": "2025.3",
+           "shapes": [[67, 129, 35], [68, 132, 36]],
+           "runs": [{"kernels": ["04-smem-cuda", "08-warptile"], "tool": tool, "errors": 0,
+                     "returncode": 0, "summary": "ERROR SUMMARY: 0 errors",
+                     "ran": ["ran a", "ran b"], "failed": [], "command": cmd,
+                     "per_kernel": {"04-smem-cuda": {"errors": 0, "verified": 2},
+                                    "08-warptile": {"errors": 0, "verified": 2}}}
+                    for tool in ("memcheck", "racecheck")]}
+    machine = {"date": "2026-01-02T03:04:05+00:00", "slug": "test-gpu",
+               "gpu": {"name": gpu_name}, "cpu": {"model": "Test CPU", "usable_cpus": 8},
+               "cuda": {}}
+    return machine, {"gpu": {"n": 4096, "flops": 2 * 4096.0**3, "rows": rows, "copy_ceiling_gbs": 4000.0,
+                             "failed": [{"name": "broken", "error": "Mismatch: boom"}],
+                             "sanitizer": san,
+                             "best_kernel": "09-warptile-128x64", "cublas_tf32": "off",
+                             "sweep": sweep, "tensor_cores": tc},
+                     "cpu": {"n": 4096, "rows": [{"name": "NumPy matmul", "tflops": 1.5,
+                                                  "median_s": 0.09}]}}
+
+
+def _fabricated_tflops(kernel):
+    return next(r["tflops"] for r in fabricated()[1]["gpu"]["rows"] if r["name"] == kernel)
+
+
+@pytest.fixture
+def results_root(tmp_path):
+    machine, data = fabricated()
+    bench.save("matmul", data, root=tmp_path, machine=machine)
+    return tmp_path
+
+
+def test_table_renderer(results_root):
+    md = report.render("matmul", "table", root=results_root)
+    t = _fabricated_tflops("08-warptile")
+    assert "NVIDIA Test GPU" in md and f"| `08-warptile` | {t:.2f} | {2 * t:.1f} % |" in md
+    assert "failed: Mismatch: boom" in md and "Measured on" in md
+
+
+def test_sweep_tensor_core_sanitizer_and_cpu_renderers(results_root):
+    sweep = report.render("matmul", "sweep", root=results_root)
+    assert "| 1024 | 11.02 | 11.02 (80.0 %) |" in sweep
+    tc = report.render("matmul", "tensor-cores", root=results_root)
+    assert "| TF32 tensor cores (torch) | 400.00 | 8.0x |" in tc
+    assert "best hand-written fp32 kernel (`09-warptile-128x64`)" in tc
+    san = report.render("matmul", "sanitizer", root=results_root)
+    assert "| `08-warptile` | 0 (2 shapes verified) | 0 (2 shapes verified) |" in san
+    assert "memcheck: ERROR SUMMARY: 0 errors" in san and "--sanitize-child all" in san
+    assert "NumPy matmul" in report.render("matmul", "cpu", root=results_root)
+
+
+def test_roofline_renderer(results_root):
+    md = report.render("matmul", "roofline", root=results_root)
+    assert "They cross at 12.5 FLOP/byte" in md and "683 FLOP/byte" in md
+    # naive: 0.25 FLOP/byte x 4000 GB/s = 1 TFLOP/s roof; 08: 32 FLOP/byte, compute bound
+    assert "| `01-naive-numba` | 0.25 | 1.00 | 2.00 | memory |" in md
+    t = _fabricated_tflops("08-warptile")
+    assert f"| `08-warptile` | 32.00 | 50.00 | {t:.2f} | compute |" in md
+
+
+def test_block_tiles_match_the_kernels():
+    for kernel in ("03-smem-numba", "03b-smem-8x8-numba"):
+        _fn, (gx, gy), threads = mm.numba_launch(kernel, 1000, 1000)
+        assert (gx, gy) == (math.ceil(1000 / mb.BLOCK_TILES[kernel][1]),
+                            math.ceil(1000 / mb.BLOCK_TILES[kernel][0]))
+    for kernel, (name, bm, bn, *_rest) in mm.CUDA_C_LAUNCH.items():
+        assert mb.BLOCK_TILES[kernel] == (bm, bn), kernel
+
+
+def test_plot_is_inline_svg_with_gpu_date_and_units(results_root):
+    md = report.render("matmul", "plot", root=results_root)
+    assert md.startswith("<figure") and "\n\n" not in md.split("</figure>")[0] and "<svg" in md and "</figure>" in md
+    assert "<?xml" not in md
+    # matplotlib writes text as paths but keeps each label as a comment
+    assert "NVIDIA Test GPU (2026-01-02)" in md
+    assert "% of cuBLAS SGEMM" in md
+
+
+def test_cpu_only_results_have_no_gpu_views(tmp_path):
+    data = mb.run(n=64, repeat=2) if not mb.device.has_gpu() else {"cpu": mb.cpu_part(64)}
+    assert set(data) == {"cpu"} and data["cpu"]["rows"][0]["tflops"] > 0
+    bench.save("matmul", data, root=tmp_path)
+    with pytest.raises(report.MissingResults):
+        report.render("matmul", "table", root=tmp_path)
+
+
+def test_occupancy_from_registers():
+    gpu = {"registers_per_multiprocessor": 65536, "max_threads_per_multiprocessor": 2048,
+           "shared_memory_per_multiprocessor_bytes": 233472, "max_blocks_per_multiprocessor": 32}
+    occ = mb.occupancy(128, 256, 32768, gpu)
+    assert occ["blocks_per_sm"] == 2 and occ["warps_per_sm"] == 16 and occ["limited_by"] == "registers"
+    assert mb.occupancy(168, 256, 8192, gpu)["blocks_per_sm"] == 1
+    assert math.isclose(mb.occupancy(31, 1024, 8192, gpu)["occupancy"], 1.0)
+
+
+def test_bench_command_prints_every_part(monkeypatch, capsys):
+    """`gpukit bench matmul` prints a GPU record (fabricated here) without tripping on it."""
+    import argparse
+
+    from gpukit import benchmarks
+    _, data = fabricated()
+    monkeypatch.setattr(benchmarks, "_resolve", lambda target: (lambda n, repeat: data))
+    args = argparse.Namespace(name="matmul", n=None, repeat=3, save=False)
+    assert benchmarks._main(args) == 0
+    out = capsys.readouterr().out
+    assert "== matmul (gpu), n = 4,096" in out and "08-warptile" in out
+
