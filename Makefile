@@ -4,6 +4,7 @@
 #   make test      the whole test suite (CPU; GPU tests are skipped with a reason)
 #   make test-gpu  the same suite on an NVIDIA GPU machine: a skipped `gpu` test fails the run
 #   make site      the static site in site/ (mkdocs build --strict)
+#   make results   run every benchmark here and record it under results/<this machine>/
 #
 # On a machine that already has the packages (a GPU box with no internet, say),
 # `make test-gpu GPUKIT_SYSTEM_PYTHON=1` uses the current python3 instead of .venv.
@@ -56,6 +57,12 @@ test: $(TEST_DEPS)
 
 test-gpu: $(GPU_DEPS)
 	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
+
+# Every benchmark, recorded under results/<this machine>/ (needs an NVIDIA GPU for the GPU parts).
+BENCHMARKS ?= vector-add mandelbrot matmul cats-vs-dogs
+results: $(GPU_DEPS)
+	-$(PY) -m gpukit doctor --save
+	set -e; for b in $(BENCHMARKS); do $(PY) -m gpukit bench $$b --save; done
 
 clean:
 	rm -rf $(VENV) site .cache .pytest_cache
