@@ -198,6 +198,15 @@ def _peak_key(precision: str) -> str:
     return "fp32_tflops" if precision in ("fp32",) else "tf32_tflops" if precision == "tf32" else "bf16_tflops"
 
 
+def _row_matches(row: dict, precision: str, want: str) -> bool:
+    dtype = str(row.get("dtype", "")).replace("torch.", "")
+    if precision == "tf32":
+        return row.get("tf32") is True
+    if precision == "fp32":
+        return dtype == "float32" and not row.get("tf32")
+    return dtype in (want, precision)
+
+
 def measured_efficiency(precision: str, root: Path | None = None) -> tuple[float, str]:
     """Fraction of dense peak reached by our own matmul benchmark, or the documented default.
 
@@ -219,8 +228,11 @@ def measured_efficiency(precision: str, root: Path | None = None) -> tuple[float
             continue
         best = 0.0
         for part in doc.values():
-            for row in (part.get("rows", []) if isinstance(part, dict) else []):
-                if str(row.get("dtype", "")).replace("torch.", "") in (want, precision) and row.get("tflops"):
+            if not isinstance(part, dict):
+                continue
+            # hand-written kernels ("rows") and the library's tensor-core products ("tensor_cores")
+            for row in part.get("rows", []) + part.get("tensor_cores", []):
+                if _row_matches(row, precision, want) and row.get("tflops"):
                     best = max(best, float(row["tflops"]))
         if best:
             ratio = best / g[_peak_key(precision)]
