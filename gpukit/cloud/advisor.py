@@ -236,7 +236,8 @@ def measured_efficiency(precision: str, root: Path | None = None) -> tuple[float
                     best = max(best, float(row["tflops"]))
         if best:
             ratio = best / g[_peak_key(precision)]
-            return ratio, (f"measured: {best:.0f} TFLOP/s of {g[_peak_key(precision)]:g} dense peak on {name} "
+            return ratio, (f"measured: {best:.0f} TFLOP/s = {ratio:.0%} of dense peak "
+                           f"({g[_peak_key(precision)]:g}) on {name} "
                            f"({path.parent.name}/{path.name})")
     return DEFAULT_EFFICIENCY, (f"ASSUMPTION: {DEFAULT_EFFICIENCY:.0%} of dense peak (no matmul results file "
                                 f"for {precision} under {root})")
