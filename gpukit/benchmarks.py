@@ -142,6 +142,7 @@ def run_vector_add(n: int | None, repeat: int) -> dict:
 #: The function takes (n, repeat), returns a dict of parts, each with "n" and "rows".
 BENCHMARKS = {
     "vector-add": ("vector_add", "gpukit.benchmarks:run_vector_add"),
+    "cats-vs-dogs": ("cats_vs_dogs", "gpukit.train.bench:run"),
 }
 
 

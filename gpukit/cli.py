@@ -21,6 +21,7 @@ COMMANDS = [
     "gpukit.doctor",
     "gpukit.benchmarks",
     "gpukit.mandel_cli",
+    "gpukit.train.cli",
 ]
 
 

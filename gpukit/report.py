@@ -20,6 +20,7 @@ DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
 
 #: Modules that register more renderers (one per chapter); imported on first use.
 RENDERER_MODULES = [
+    "gpukit.train.bench",
 ]
 
 
