@@ -16,7 +16,7 @@ from gpukit.train.model import CatDogNet, macs_per_image  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
 from tests.train_helpers import filtered_layout, needs_shared_data, shared_data  # noqa: E402
 
-TINY = dict(img_size=32, store_size=40, width=8, batch_size=8, lr=0.1, warmup_epochs=1,
+TINY = dict(img_size=32, store_size=40, width=8, batch_size=8, lr=0.1, warmup=0.1,
             device="cpu", progress=False)
 
 

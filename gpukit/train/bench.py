@@ -298,8 +298,10 @@ def photo_grid(store, model, cfg, device, n: int = 24, cols: int = 6, tile: int 
         canvas.paste(Image.fromarray(img).resize((tile, tile), Image.BILINEAR), (x0, y0))
         k = int(p.argmax())
         colour = (20, 120, 40) if k == t else (200, 30, 30)
-        draw.text((x0 + 4, y0 + tile + 3), f"{D.CLASSES[k]} {100 * float(p[k]):.0f}%"
-                  + ("" if k == t else " (wrong)"), fill=colour, font=font)
+        if k != t:
+            draw.rectangle([x0, y0, x0 + tile - 1, y0 + tile + bar - 1], outline=colour, width=3)
+        draw.text((x0 + 5, y0 + tile + 3), f"{D.CLASSES[k]} {100 * float(p[k]):.0f}%",
+                  fill=colour, font=font)
     buf = io.BytesIO()
     canvas.save(buf, format="JPEG", quality=82, optimize=True)
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -343,7 +345,7 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     from .loop import autocast, evaluate, resolve_precision
     amp = autocast(device, resolve_precision("auto", device))
     variants = {"no_tta": evaluate(first["model"], first["val_store"], base.eval_size, amp=amp)["acc"],
-                "at_store_size": evaluate(first["model"], first["val_store"], base.store_size, amp=amp,
+                "at_train_size": evaluate(first["model"], first["val_store"], base.img_size, amp=amp,
                                           tta=base.tta)["acc"]}
     grid = _try("photo grid", lambda: photo_grid(first["val_store"], first["model"], base, device), errors)
     rows = [{"name": f"seed {r['config']['seed']}", "median_s": r["wall_s"], "val_acc": r["val_acc"],
@@ -352,7 +354,7 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     wide = None
     if not quick and time.perf_counter() - t_run < budget_s * 0.45:
         def wide_run():
-            cfg = TrainConfig(**{**base.__dict__, "width": 2 * base.width, "seed": 0,
+            cfg = TrainConfig(**{**base.__dict__, "width": base.width * 3 // 2, "seed": 0,
                                  "out": str(out_dir / f"gpukit_cvd_wide_{os.getpid()}.pt")})
             print("  training the wider variant ...", flush=True)
             r = fit(cfg, log=lambda *a, **k: None)
@@ -446,8 +448,8 @@ def _variants(slug: str, data: dict) -> str:
     v, c = t["variants_seed0"], t["config"]
     rows = [[f"seed 0 as trained (eval at {c['eval_size']} px{', mirror averaged' if t['tta'] else ''})",
              f"{100 * t['rows'][0]['val_acc']:.1f} %", ""],
-            [f"seed 0, without mirror averaging", f"{100 * v['no_tta']:.1f} %", ""],
-            [f"seed 0, evaluated at the stored {c['store_size']} px", f"{100 * v['at_store_size']:.1f} %", ""]]
+            ["seed 0, without mirror averaging", f"{100 * v['no_tta']:.1f} %", ""],
+            [f"seed 0, evaluated at the training size, {c['img_size']} px", f"{100 * v['at_train_size']:.1f} %", ""]]
     if t.get("wide"):
         w = t["wide"]
         rows.append([f"width {w['width']} ({w['params'] / 1e6:.2f} M parameters), seed 0",
@@ -550,4 +552,4 @@ def _grid(slug: str, data: dict) -> str:
         return ""
     return (f'<img src="data:image/jpeg;base64,{b64}" alt="Validation photos with the predictions '
             f'of the network trained on {_gpu_name(data)}" style="max-width:100%">\n\n'
-            "Green: right; red: wrong. The percentage is the network's probability for its answer.")
+            "Green: right; red and framed: wrong. The percentage is the network's probability for its answer.")

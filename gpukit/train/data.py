@@ -310,7 +310,7 @@ def augment(images: torch.Tensor, size: int, generator: torch.Generator | None =
 
 def prepare_eval(images: torch.Tensor, size: int) -> torch.Tensor:
     """Validation photos: the whole stored square, resized (antialiased) to ``size``."""
-    x = images.float()
+    x = images if images.is_floating_point() else images.float()
     if x.shape[-1] != size:
         x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
     return normalise(x)

@@ -29,16 +29,16 @@ from .model import build_from_config, build_model, count_params
 @dataclass
 class TrainConfig:
     data: str = ""
-    epochs: int = 120
+    epochs: int = 200
     img_size: int = 128          # training crops
     store_size: int = 0          # decoded square kept in memory; 0 -> 1.25 x img_size
-    eval_size: int = 0           # validation resolution; 0 -> img_size
+    eval_size: int = 0           # validation resolution; 0 -> store_size (see the chapter)
     batch_size: int = 256        # global: split across processes under torchrun
     lr: float = 0.2              # peak SGD learning rate for batch 256 (scaled linearly)
     momentum: float = 0.9
     weight_decay: float = 5e-4
     label_smoothing: float = 0.1
-    warmup_epochs: float = 3.0
+    warmup: float = 0.05         # fraction of all steps spent warming the learning rate up
     width: int = 32
     crop_scale: float = 0.25     # smallest crop area of the random resized crop
     jitter: float = 0.2
@@ -59,7 +59,7 @@ class TrainConfig:
     def resolved(self) -> "TrainConfig":
         c = dataclasses.replace(self)
         c.store_size = c.store_size or int(round(c.img_size * 1.25 / 8) * 8)
-        c.eval_size = c.eval_size or c.img_size
+        c.eval_size = c.eval_size or c.store_size
         return c
 
 
@@ -161,7 +161,15 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     """Load a checkpoint written by :func:`save_checkpoint` without unpickling code."""
-    state = torch.load(path, map_location=map_location, weights_only=True)
+    import pickle
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pickle-protocol notes from the safe unpickler
+            state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError:
+        raise ValueError("not a checkpoint file (or one that holds more than tensors and "
+                         "plain data)") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise ValueError("not a gpukit cats-vs-dogs checkpoint")
     return state
@@ -317,7 +325,8 @@ def _fit(cfg, dist, dev, say, stores, t_start):
     shard = len(train) // dist.world
     per_rank = min(per_rank, shard)
     steps = max(1, shard // per_rank)
-    total_steps, warmup = cfg.epochs * steps, max(1, int(cfg.warmup_epochs * steps))
+    total_steps = cfg.epochs * steps
+    warmup = max(1, int(cfg.warmup * total_steps))
     lr = cfg.lr * (per_rank * dist.world) / 256
     decay, no_decay = [], []
     for p in model.parameters():
