@@ -12,6 +12,7 @@ Unreadable, zero-byte, truncated and non-image files are skipped and counted.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -267,10 +268,17 @@ def skipped_warning(bad: list, where: str = "") -> str:
 
 # --------------------------------------------------------------------- augmentation
 # --8<-- [start:augment]
+@functools.lru_cache(maxsize=16)
+def _mean_std(device: torch.device, dtype: torch.dtype):
+    # Made once per device: building them per batch would copy from the host every step,
+    # and a copy from pageable host memory waits for the GPU to catch up.
+    return (torch.tensor(MEAN, dtype=dtype).view(1, 3, 1, 1).to(device),
+            torch.tensor(STD, dtype=dtype).view(1, 3, 1, 1).to(device))
+
+
 def normalise(x: torch.Tensor) -> torch.Tensor:
     """float 0..255 NCHW -> zero-mean unit-variance, channels_last."""
-    mean = torch.tensor(MEAN, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-    std = torch.tensor(STD, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    mean, std = _mean_std(x.device, x.dtype)
     return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
 
 

@@ -367,15 +367,18 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                 "config": dataclasses.asdict(cfg), "classes": list(D.CLASSES),
                 "rng": {"torch": torch.get_rng_state()}, "world_size": dist.world}
 
-    # Ctrl-C: finish the current step, save, stop (a second Ctrl-C stops at once).
+    # Ctrl-C (SIGINT) or SIGTERM (what torchrun and batch schedulers send): finish the
+    # current step, save, stop. A second Ctrl-C stops at once.
     stop = {"flag": False}
 
-    def on_sigint(signum, frame):
-        if stop["flag"]:
+    def on_signal(signum, frame):
+        if stop["flag"] and signum == signal.SIGINT:
             raise KeyboardInterrupt
         stop["flag"] = True
 
-    old_handler = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    old_handlers = ({s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+                    if _main_thread() else {})
+    check_every = 1 if dist.world == 1 else 8  # under DDP the check is a collective: not every step
     progress = Progress(cfg.progress and dist.main)
     try:
         for epoch in range(start_epoch, cfg.epochs):
@@ -399,7 +402,8 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                 loss_sum += loss * len(idx)
                 correct += right
                 progress.update(epoch + 1, cfg.epochs, step + 1, steps)
-                if dist.any(stop["flag"]) and step + 1 < steps:
+                if ((step + 1) % check_every == 0 and step + 1 < steps
+                        and dist.any(stop["flag"])):
                     progress.clear()
                     sync(dev)
                     trained_s += time.perf_counter() - t_epoch
@@ -436,8 +440,8 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                 raise Interrupted(cfg.out, epoch + 1, 0)
     finally:
         progress.clear()
-        if old_handler is not None:
-            signal.signal(signal.SIGINT, old_handler)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
 
     # Final report.
     final = evaluate(model, val, cfg.eval_size, amp=amp, tta=cfg.tta)
