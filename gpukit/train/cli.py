@@ -107,6 +107,8 @@ def _train(args) -> int:
     except torch.OutOfMemoryError:
         raise _user_error(f"GPU out of memory at batch size {args.batch_size}: "
                           "lower --batch-size (or --img-size)") from None
+    except OSError as exc:  # no internet for --pretrained, an --out folder that cannot be written...
+        raise _user_error(f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
     except (ValueError, RuntimeError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "out of memory" in msg.lower():

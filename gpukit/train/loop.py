@@ -292,7 +292,9 @@ def _fit(cfg, dist, dev, say, stores, t_start):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     state = None
-    if cfg.resume and Path(cfg.out).exists():
+    if cfg.resume and not Path(cfg.out).exists():
+        say(f"--resume: no checkpoint at {cfg.out} yet, starting from scratch")
+    elif cfg.resume:
         state = load_checkpoint(cfg.out)
         for key in ("img_size", "width", "pretrained", "store_size"):
             if state["config"].get(key) != getattr(cfg, key):
