@@ -3,7 +3,7 @@
 #
 # This script trains `gpukit`'s compact residual network on photos of cats and dogs,
 # checks what it computed, and reports accuracy and speed. On a GPU it runs the full
-# recipe (2000 photos, 200 epochs at 128 px, bf16). Without one it runs a tiny version
+# recipe (2000 photos, 250 epochs at 128 px, bf16). Without one it runs a tiny version
 # on the CPU: a few dozen photos, a narrow network, three epochs.
 #
 # The photos come from `--data`, else `$GPUKIT_CATS_DOGS`, else the project's shared
@@ -101,7 +101,7 @@ def verify(report: dict, n: int = 32) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train and verify the cats-vs-dogs network.")
     parser.add_argument("--data", help="photo folder (default: $GPUKIT_CATS_DOGS or the shared set)")
-    parser.add_argument("--epochs", type=int, default=200 if GPU else 3)
+    parser.add_argument("--epochs", type=int, default=250 if GPU else 3)
     parser.add_argument("--img-size", type=int, default=128 if GPU else 48)
     parser.add_argument("--width", type=int, default=32 if GPU else 8)
     parser.add_argument("--batch-size", type=int, default=256 if GPU else 16)

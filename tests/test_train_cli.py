@@ -17,7 +17,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli")
     data = filtered_layout(tmp / "data", n_train=16, n_val=4)
     ckpt = tmp / "model.pt"
-    proc = run_cli("train", "cats-vs-dogs", "--data", data, "--epochs", "6", "--img-size", "32",
+    proc = run_cli("train", "cats-vs-dogs", "--data", data, "--epochs", "12", "--img-size", "32",
                    "--width", "8", "--batch-size", "8", "--out", ckpt, "--quiet", env=CPU)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp, data, ckpt, proc
@@ -25,7 +25,7 @@ def trained(tmp_path_factory):
 
 def test_train_prints_epochs_and_a_final_report(trained):
     _, _, ckpt, proc = trained
-    assert "epoch   6/6" in proc.stdout
+    assert "epoch  12/12" in proc.stdout
     assert "validation accuracy" in proc.stdout and "confusion matrix" in proc.stdout
     assert "training images/s" in proc.stdout and ckpt.exists()
 

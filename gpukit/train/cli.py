@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--data", required=True,
                    help="photo folder (train/+validation/ with cats/ dogs/, PetImages/, or "
                         "cat.N.jpg files), or 'oxford-pets:DIR' to download Oxford-IIIT Pet there")
-    p.add_argument("--epochs", type=positive_int, default=200)
+    p.add_argument("--epochs", type=positive_int, default=250)
     p.add_argument("--img-size", type=positive_int, default=128, help="training crop size (px)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="global batch size")
     p.add_argument("--lr", type=float, default=0.2, help="peak learning rate at batch 256")

@@ -29,7 +29,7 @@ from .model import build_from_config, build_model, count_params
 @dataclass
 class TrainConfig:
     data: str = ""
-    epochs: int = 200
+    epochs: int = 250
     img_size: int = 128          # training crops
     store_size: int = 0          # decoded square kept in memory; 0 -> 1.25 x img_size
     eval_size: int = 0           # validation resolution; 0 -> store_size (see the chapter)

@@ -2,8 +2,8 @@
 
 The layout follows the small ResNets that train fast on CIFAR-10 (a stride-2 stem,
 then stages of "conv, max-pool, residual block"), with one more stage for 128-160 px
-photos. Widths are ``width * (1, 2, 4, 8)``; ``width=32`` has 1.2 M parameters and costs
-about 0.3 GMAC per 128 px image forward.
+photos. Widths are ``width * (1, 2, 4, 8)``; ``width=32`` has 1.9 M parameters and costs
+0.32 G multiply-adds per 128 px image forward (``macs_per_image``).
 """
 
 from __future__ import annotations
