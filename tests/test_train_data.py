@@ -153,3 +153,12 @@ def test_nvjpeg_decode_matches_pil():
         got = t.permute(1, 2, 0).cpu().numpy().astype(np.float64)
         assert got.shape == ref.shape
         assert np.abs(got - ref).mean() < 3.0  # IDCT rounding differs between decoders
+
+
+def test_stream_loader_for_large_sets_drops_bad_files(tmp_path):
+    ds = D.find_dataset(petimages(tmp_path), val_fraction=0.25, seed=3)
+    everything = D.Split(ds.train.paths + ds.val.paths, ds.train.labels + ds.val.labels)
+    loader = D.stream_loader(everything, 24, 23, workers=0, seed=0)  # one batch of all 23 files
+    (images, labels, skipped), = list(loader)
+    assert images.dtype == torch.uint8 and images.shape == (20, 3, 24, 24)
+    assert skipped == 3 and labels.tolist().count(0) == 10

@@ -201,7 +201,7 @@ def load_image(path: str, size: int) -> np.ndarray:
     if (nw, nh) != (w, h):
         im = im.resize((nw, nh), Image.BILINEAR)
     left, top = (nw - size) // 2, (nh - size) // 2
-    return np.asarray(im.crop((left, top, left + size, top + size)))
+    return np.array(im.crop((left, top, left + size, top + size)))  # writable: torch can wrap it
 
 
 def decode_all(paths: list[str], size: int, workers: int | None = None):
