@@ -205,6 +205,27 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
         t = _timed_steps(fn, device, warmup=3, repeat=repeat, name=rows[i]["name"])
         rows[i]["second_median_s"] = t["median_s"]
 
+    def settings():
+        # What bf16 and channels_last each bring: the synthetic step without them.
+        tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            fp32 = autocast(device, "fp32")
+            t = _timed_steps(lambda: train_step(model, opt, sched, x_syn, y_syn, criterion=crit, amp=fp32),
+                             device, warmup=5, repeat=repeat, name="synthetic batch, fp32 (TF32 off)")
+            rows.append({**t, "images_per_s": b / t["median_s"]})
+        finally:
+            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
+        nchw = build_model(cfg.width).to(device)
+        opt2 = torch.optim.SGD(nchw.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+        sched2 = torch.optim.lr_scheduler.LambdaLR(opt2, lambda s: 1.0)
+        x_nchw = x_syn.contiguous()
+        t = _timed_steps(lambda: train_step(nchw, opt2, sched2, x_nchw, y_syn, criterion=crit, amp=amp),
+                         device, warmup=5, repeat=repeat, name="synthetic batch, bf16, NCHW layout")
+        rows.append({**t, "images_per_s": b / t["median_s"]})
+    if device.type == "cuda":
+        _try("precision and layout", settings, errors)
+
     def compiled():
         cmodel = torch.compile(model)
 
