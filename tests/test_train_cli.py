@@ -81,3 +81,21 @@ def test_benchmark_quick_run_renders_every_view(tmp_path):
     svg = report.render("cats_vs_dogs", "curves", root=tmp_path / "results")
     assert "<svg" in svg and "epoch" in svg
     assert "data:image/jpeg;base64," in report.render("cats_vs_dogs", "grid", root=tmp_path / "results")
+
+
+def test_gpu_out_of_memory_is_one_line_with_a_hint(trained, monkeypatch, capsys):
+    import argparse
+
+    from gpukit.train import cli, loop
+
+    def oom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+    monkeypatch.setattr(loop, "fit", oom)
+    _, data, ckpt, _ = trained
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(["train", "cats-vs-dogs", "--data", str(data), "--batch-size", "4096",
+                              "--out", str(ckpt.with_name("oom.pt"))])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out of memory at batch size 4096" in err[0] and "--batch-size" in err[0]

@@ -80,6 +80,20 @@ def test_fit_learns_checkpoints_and_resumes(tmp_path):
                                   **{**TINY, "width": 16}), log=quiet)
 
 
+def test_streamed_photos_train_like_kept_ones(tmp_path):
+    data = filtered_layout(tmp_path / "data", n_train=12, n_val=4)
+    (data / "train" / "dogs" / "broken.jpg").write_bytes(b"")
+    cfg = dict(data=str(data), epochs=2, **TINY)
+    kept = loop.fit(loop.TrainConfig(out=str(tmp_path / "a.pt"), data_mode="memory", **cfg), log=quiet)
+    lines = []
+    streamed = loop.fit(loop.TrainConfig(out=str(tmp_path / "b.pt"), data_mode="stream", **cfg),
+                        log=lines.append)
+    assert streamed["n_train"] == 25 and kept["n_train"] == 24  # streaming finds bad files as it goes
+    assert "warning: skipped 1 unreadable training file(s)" in lines
+    assert [h["epoch"] for h in streamed["history"]] == [1, 2]
+    assert all(h["train_loss"] > 0 for h in streamed["history"])
+
+
 def _train_cmd(data, out, epochs, *extra):
     return [sys.executable, "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", str(data),
             "--epochs", str(epochs), "--img-size", "32", "--width", "8", "--batch-size", "4",

@@ -36,6 +36,9 @@ def register(sub) -> None:
     p.add_argument("--compile", action="store_true", help="torch.compile the model (adds compile time)")
     p.add_argument("--pretrained", action="store_true",
                    help="start from torchvision's ImageNet ResNet-18 (downloads weights)")
+    p.add_argument("--data-mode", choices=["auto", "memory", "stream"], default="auto",
+                   help="memory: decode once and keep the photos on the device; stream: decode "
+                        "every epoch in loader processes (auto: stream above 8 GiB decoded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=positive_int, default=None, help="at most N photos per class and split")
     p.add_argument("--out", default="cats_vs_dogs.pt", help="checkpoint file (default %(default)s)")
@@ -90,7 +93,7 @@ def _train(args) -> int:
                       batch_size=args.batch_size, lr=args.lr, width=args.width, device=args.device,
                       precision=args.precision, compile=args.compile, pretrained=args.pretrained,
                       seed=args.seed, limit=args.limit or 0, out=args.out, resume=args.resume,
-                      tta=not args.no_tta, progress=not args.quiet)
+                      tta=not args.no_tta, progress=not args.quiet, data_mode=args.data_mode)
     stores = None
     try:
         if args.data.startswith("oxford-pets:"):

@@ -49,7 +49,8 @@ class TrainConfig:
     seed: int = 0
     out: str = "cats_vs_dogs.pt"
     resume: bool = False
-    workers: int = 0             # decode threads (0: all cores)
+    workers: int = 0             # decode threads / loader processes (0: all cores / 8)
+    data_mode: str = "auto"      # memory: decode once, keep on the device; stream: decode per epoch
     val_fraction: float = 0.2
     limit: int = 0               # at most this many photos per class and split (quick runs)
     tta: bool = True             # final evaluation averages the photo and its mirror image
@@ -262,6 +263,29 @@ class Progress:
 
 # --------------------------------------------------------------------- the run
 
+#: Above this many bytes of decoded training photos, ``data_mode="auto"`` streams them.
+STREAM_ABOVE = 8 * 2**30
+
+
+# --8<-- [start:batches]
+def memory_batches(train: D.Store, order: torch.Tensor, first: int, steps: int, per_rank: int):
+    """Batches from the photos kept on the device: a gather of uint8 rows, nothing copied in."""
+    for step in range(first, steps):
+        idx = order[step * per_rank:(step + 1) * per_rank]
+        yield train.images[idx], train.labels[idx]
+
+
+def stream_batches(split: D.Split, order: torch.Tensor, first: int, steps: int, per_rank: int,
+                   cfg: "TrainConfig", dev: torch.device, skipped: list):
+    """Batches decoded by loader processes in this epoch's order, copied in from pinned memory."""
+    loader = D.stream_loader(split, cfg.store_size, per_rank, workers=cfg.workers or min(8, os.cpu_count() or 1),
+                             seed=cfg.seed, sampler=order[first * per_rank:steps * per_rank].tolist())
+    for images, labels, bad in loader:
+        skipped.append(bad)
+        if images is not None:
+            yield images.to(dev, non_blocking=True), labels.to(dev, non_blocking=True)
+# --8<-- [end:batches]
+
 def _seed_for(*parts: int) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:7], "little")
 
@@ -303,28 +327,37 @@ def _fit(cfg, dist, dev, say, stores, t_start):
 
     # Data: decode once, keep uint8 on the device.
     t0 = time.perf_counter()
+    stream_skipped: list[int] = []
     if stores is None:
         ds = D.find_dataset(cfg.data, val_fraction=cfg.val_fraction, seed=cfg.seed)
         train_split, val_split = D.limit(ds.train, cfg.limit, cfg.seed), D.limit(ds.val, cfg.limit, cfg.seed)
-        train, bad = D.build_store(train_split, cfg.store_size, dev, cfg.workers or None)
+        if cfg.data_mode not in ("auto", "memory", "stream"):
+            raise ValueError(f"data_mode must be auto, memory or stream, not {cfg.data_mode!r}")
+        stream = cfg.data_mode == "stream" or (
+            cfg.data_mode == "auto" and D.store_bytes(len(train_split), cfg.store_size) > STREAM_ABOVE)
+        if stream:
+            train, bad = None, []
+        else:
+            train, bad = D.build_store(train_split, cfg.store_size, dev, cfg.workers or None)
         val, bad_val = D.build_store(val_split, cfg.store_size, dev, cfg.workers or None)
         skipped = bad + bad_val
-        layout = ds.layout
+        layout = ds.layout + (", streamed" if stream else "")
     else:
         train, val, skipped = stores
-        layout = "given"
+        train_split, stream, layout = None, False, "given"
+    n_train = len(train_split) if stream else len(train)
     sync(dev)
     load_s = time.perf_counter() - t0
     if skipped:
         say(D.skipped_warning(skipped))
-    say(f"data: {len(train)} training and {len(val)} validation photos ({layout}), decoded to "
+    say(f"data: {n_train} training and {len(val)} validation photos ({layout}), decoded to "
         f"{cfg.store_size}x{cfg.store_size} in {load_s:.2f} s, kept on {dev}")
 
     # Model, optimiser, schedule.
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.width, pretrained=cfg.pretrained).to(dev, memory_format=torch.channels_last)
     per_rank = max(1, cfg.batch_size // dist.world)
-    shard = len(train) // dist.world
+    shard = n_train // dist.world
     per_rank = min(per_rank, shard)
     steps = max(1, shard // per_rank)
     total_steps = cfg.epochs * steps
@@ -386,23 +419,26 @@ def _fit(cfg, dist, dev, say, stores, t_start):
         for epoch in range(start_epoch, cfg.epochs):
             first = start_step if epoch == start_epoch else 0
             g = torch.Generator().manual_seed(_seed_for(cfg.seed, epoch))
-            perm = torch.randperm(len(train), generator=g)[dist.rank * shard:(dist.rank + 1) * shard]
-            perm = perm.to(dev)
+            perm = torch.randperm(n_train, generator=g)[dist.rank * shard:(dist.rank + 1) * shard]
+            stream_skipped.clear()
+            if stream:
+                batches = stream_batches(train_split, perm, first, steps, per_rank, cfg, dev, stream_skipped)
+            else:
+                batches = memory_batches(train, perm.to(dev), first, steps, per_rank)
             gen.manual_seed(_seed_for(cfg.seed, epoch, dist.rank, first))
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.int64)
             sync(dev)
             t_epoch = time.perf_counter()
-            for step in range(first, steps):
-                idx = perm[step * per_rank:(step + 1) * per_rank]
+            n_seen = 0
+            for step, (images, y) in enumerate(batches, start=first):
                 # --8<-- [start:batch]
-                x = D.augment(train.images[idx], cfg.img_size, gen,
-                              scale=(cfg.crop_scale, 1.0), jitter=cfg.jitter)
-                y = train.labels[idx]
+                x = D.augment(images, cfg.img_size, gen, scale=(cfg.crop_scale, 1.0), jitter=cfg.jitter)
                 loss, right = train_step(net, opt, sched, x, y, criterion=criterion, amp=amp)
-                # --8<-- [end:batch]
-                loss_sum += loss * len(idx)
+                loss_sum += loss * len(y)  # summed on the device: no waiting for the GPU here
                 correct += right
+                # --8<-- [end:batch]
+                n_seen += len(y)
                 progress.update(epoch + 1, cfg.epochs, step + 1, steps)
                 if ((step + 1) % check_every == 0 and step + 1 < steps
                         and dist.any(stop["flag"])):
@@ -421,7 +457,8 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                 import torch.distributed as tdist
                 for b in model.buffers():
                     tdist.broadcast(b, 0)
-            n_seen = (steps - first) * per_rank
+            if epoch == start_epoch and sum(stream_skipped):
+                say(f"warning: skipped {sum(stream_skipped)} unreadable training file(s)")
             row = {"epoch": epoch + 1, "train_loss": loss_sum.item() / max(1, n_seen),
                    "train_acc": correct.item() / max(1, n_seen), "seconds": epoch_s,
                    "images_per_s": n_seen * dist.world / epoch_s, "lr": opt.param_groups[0]["lr"],
@@ -454,7 +491,7 @@ def _fit(cfg, dist, dev, say, stores, t_start):
         "tta": cfg.tta, "classes": list(D.CLASSES), "epochs": cfg.epochs,
         "wall_s": time.perf_counter() - t_start, "load_s": load_s, "train_s": trained_s,
         "images_per_s": sorted(steady)[len(steady) // 2] if steady else None,
-        "n_train": len(train), "n_val": len(val), "skipped": len(skipped),
+        "n_train": n_train, "n_val": len(val), "skipped": len(skipped) + sum(stream_skipped),  # streamed: the last epoch's count
         "history": history, "precision": precision, "device": str(dev), "world_size": dist.world,
         "params": count_params(model), "config": dataclasses.asdict(cfg), "checkpoint": cfg.out,
         "digest": weights_digest(model),
