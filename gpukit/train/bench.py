@@ -314,7 +314,7 @@ def photo_grid(store, model, cfg, device, n: int = 24, cols: int = 6, tile: int 
     draw = ImageDraw.Draw(canvas)
     try:
         font = ImageFont.load_default(size=15)
-    except TypeError:  # Pillow < 10.1
+    except Exception:  # Pillow < 10.1, or built without FreeType
         font = ImageFont.load_default()
     for i, (img, p, t) in enumerate(zip(imgs, probs, truth)):
         x0, y0 = (i % cols) * tile, (i // cols) * (tile + bar)
