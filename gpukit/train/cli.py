@@ -123,10 +123,14 @@ def _train(args) -> int:
 
 
 def _stores_for(ds, cfg):
+    import torch
+
     from . import data as D
     from .loop import pick_device
     c = cfg.resolved()
     dev = pick_device(c.device)
+    if dev.type == "cuda" and "LOCAL_RANK" in os.environ:  # under torchrun: this process's GPU
+        dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     train, bad = D.build_store(D.limit(ds.train, c.limit), c.store_size, dev)
     val, bad_val = D.build_store(D.limit(ds.val, c.limit), c.store_size, dev)
     return train, val, bad + bad_val
