@@ -6,7 +6,7 @@ torch = pytest.importorskip("torch")
 
 from gpukit import bench, report  # noqa: E402
 from tests.helpers import assert_one_line_error, run_cli  # noqa: E402
-from tests.train_helpers import filtered_layout, photo  # noqa: E402
+from tests.train_helpers import filtered_layout, oxford_copy, photo  # noqa: E402
 
 CPU = {"CUDA_VISIBLE_DEVICES": ""}
 
@@ -99,3 +99,11 @@ def test_gpu_out_of_memory_is_one_line_with_a_hint(trained, monkeypatch, capsys)
     assert args.func(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "out of memory at batch size 4096" in err[0] and "--batch-size" in err[0]
+
+
+def test_train_on_oxford_pets_folder(tmp_path):
+    root = oxford_copy(tmp_path / "pets")
+    proc = run_cli("train", "cats-vs-dogs", "--data", f"oxford-pets:{root}", "--epochs", "1",
+                   "--img-size", "32", "--width", "8", "--out", tmp_path / "o.pt", "--quiet", env=CPU)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "data: 4 training and 2 validation photos" in proc.stdout

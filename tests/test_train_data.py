@@ -5,7 +5,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpukit.train import data as D  # noqa: E402
-from tests.train_helpers import filtered_layout, needs_shared_data, photo, shared_data  # noqa: E402
+from tests.train_helpers import (filtered_layout, needs_shared_data, oxford_copy, photo,  # noqa: E402
+                                 shared_data)
 
 
 def test_filtered_layout(tmp_path):
@@ -162,3 +163,10 @@ def test_stream_loader_for_large_sets_drops_bad_files(tmp_path):
     (images, labels, skipped), = list(loader)
     assert images.dtype == torch.uint8 and images.shape == (20, 3, 24, 24)
     assert skipped == 3 and labels.tolist().count(0) == 10
+
+
+def test_oxford_pets_binary_labels_from_a_local_copy(tmp_path):
+    ds = D.oxford_pets(oxford_copy(tmp_path))  # the files are there: nothing is downloaded
+    assert ds.layout == "OxfordIIITPet"
+    assert ds.train.labels == [0, 1, 0, 1] and ds.val.labels == [1, 0]
+    assert ds.train.paths[1].endswith("beagle_1.jpg")

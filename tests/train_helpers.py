@@ -40,3 +40,22 @@ def filtered_layout(root: Path, n_train: int = 12, n_val: int = 6) -> Path:
             for i in range(n):
                 photo(root / split / name / f"{name[:-1]}.{i}.jpg", label, seed=hash((split, name, i)) % 2**32)
     return root
+
+
+def oxford_copy(root: Path) -> Path:
+    """A miniature of torchvision's OxfordIIITPet folder, so its loader needs no download.
+
+    annotations/{trainval,test}.txt hold "image class species breed"; species 1 = cat, 2 = dog
+    (the data set names cat breeds with a capital letter).
+    """
+    base = root / "oxford-iiit-pet"
+    (base / "annotations").mkdir(parents=True)
+    splits = (("trainval", ["Bengal_1", "beagle_1", "Bengal_2", "boxer_1"]), ("test", ["beagle_2", "Sphynx_1"]))
+    for split, names in splits:
+        lines = []
+        for i, name in enumerate(names):
+            cat = name[0].isupper()
+            photo(base / "images" / f"{name}.jpg", 0 if cat else 1, seed=i + 10 * len(name))
+            lines.append(f"{name} {1 if cat else 2} {1 if cat else 2} 1")
+        (base / "annotations" / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    return root
