@@ -494,7 +494,7 @@ def _fit(cfg, dist, dev, say, stores, t_start):
         "n_train": n_train, "n_val": len(val), "skipped": len(skipped) + sum(stream_skipped),  # streamed: the last epoch's count
         "history": history, "precision": precision, "device": str(dev), "world_size": dist.world,
         "params": count_params(model), "config": dataclasses.asdict(cfg), "checkpoint": cfg.out,
-        "digest": weights_digest(model),
+        "digest": weights_digest(model), "resumed": state is not None,
     }
     if dist.world > 1:
         print(f"rank {dist.rank} weights sha256 {report['digest']}", flush=True)
@@ -517,7 +517,8 @@ def format_report(r: dict) -> str:
         f"{'':>8}{'cat':>8}{'dog':>8}",
         f"{'cat':>8}{c[0][0]:>8}{c[0][1]:>8}",
         f"{'dog':>8}{c[1][0]:>8}{c[1][1]:>8}",
-        f"wall time {r['wall_s']:.2f} s (data loading {r['load_s']:.2f} s, training {r['train_s']:.2f} s), "
+        f"wall time {r['wall_s']:.2f} s (data loading {r['load_s']:.2f} s, training {r['train_s']:.2f} s"
+        f"{' over all sessions' if r.get('resumed') else ''}), "
         f"{(r['images_per_s'] or 0):,.0f} training images/s",
         f"checkpoint: {r['checkpoint']}",
     ]
