@@ -160,6 +160,7 @@ BENCHMARKS = {
     "vector-add": ("vector_add", "gpukit.benchmarks:run_vector_add"),
     "mandelbrot": ("mandelbrot", "gpukit.kernels.mandel_bench:run"),
     "matmul": ("matmul", "gpukit.kernels.matmul_bench:run"),
+    "cats-vs-dogs": ("cats_vs_dogs", "gpukit.train.bench:run"),
 }
 
 

@@ -22,6 +22,7 @@ COMMANDS = [
     "gpukit.benchmarks",
     "gpukit.mandel_cli",
     "gpukit.cloud.cli",
+    "gpukit.train.cli",
 ]
 
 

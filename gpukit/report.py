@@ -23,6 +23,7 @@ RENDERER_MODULES = [
     "gpukit.kernels.mandel_bench",
     "gpukit.cloud.render",
     "gpukit.kernels.matmul_bench",
+    "gpukit.train.bench",
 ]
 
 
