@@ -161,6 +161,7 @@ BENCHMARKS = {
     "mandelbrot": ("mandelbrot", "gpukit.kernels.mandel_bench:run"),
     "matmul": ("matmul", "gpukit.kernels.matmul_bench:run"),
     "cats-vs-dogs": ("cats_vs_dogs", "gpukit.train.bench:run"),
+    "cats-vs-dogs-ddp": ("cats_vs_dogs_ddp", "gpukit.train.scaling:run"),
 }
 
 
