@@ -24,6 +24,7 @@ RENDERER_MODULES = [
     "gpukit.cloud.render",
     "gpukit.kernels.matmul_bench",
     "gpukit.train.bench",
+    "gpukit.train.scaling",
 ]
 
 

@@ -78,3 +78,39 @@ def run(n: int | None, repeat: int) -> dict:
     return {"gpu": {"n": len(seeds), "gpus": gpus, "rows": [
         {**r, "name": f"{r['regime']}, {r['gpus']} GPU(s), seed {r['seed']}",
          "median_s": r.get("wall_s", 0.0)} for r in rows]}}
+
+
+# ------------------------------------------------------------------ the chapter's table
+
+def _register() -> None:
+    from .. import report
+    from ..report import fmt_num, fmt_time, table
+
+    @report.renderer("cats_vs_dogs_ddp", "table")
+    def scaling_table(slug: str, data: dict) -> str:
+        g = data["gpu"]
+        rows, by_regime = [], {}
+        for r in g["rows"]:
+            args = r.get("args", [])
+            epochs = args[args.index("--epochs") + 1] if "--epochs" in args else "250"
+            r = {**r, "regime": f"{r['regime']}, {epochs} epochs"}
+            if "error" in r:
+                rows.append([r["regime"], r["gpus"], r["seed"], "-", "-", "-", f"failed: {r['error']}"])
+                continue
+            by_regime.setdefault(r["regime"], {}).setdefault(r["gpus"], []).append(r["images_per_s"])
+            agree = "yes" if r["ranks_agree"] else ("-" if r["gpus"] == 1 else "NO")
+            rows.append([r["regime"], r["gpus"], r["seed"], f"{100 * r['val_acc']:.1f} %",
+                         fmt_time(r["wall_s"]), fmt_num(r["images_per_s"]), agree])
+        lines = []
+        for regime, per in by_regime.items():
+            if 1 in per and len(per) > 1:
+                n = max(per)
+                one, many = sum(per[1]) / len(per[1]), sum(per[n]) / len(per[n])
+                lines.append(f"{regime}: {n} GPUs give {many / one:.2f}x the images/s of one "
+                             f"(scaling efficiency {100 * many / (n * one):.0f} %)")
+        return (table(["regime", "GPUs", "seed", "val accuracy", "wall time", "images/s",
+                       "all ranks hold the same weights"], rows, "lrrrrrl")
+                + "\n\n" + "\n".join(f"- {line}" for line in lines))
+
+
+_register()
