@@ -58,10 +58,7 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
         out = np.empty((height, width), dtype=np.int32)
         fn = mandel_cpu_parallel if backend == "numba-cpu" else mandel_cpu_serial
         cr, ci = coordinates(width, height, xmin, ymin, dx, dy)
-        # Rows inside the set take max_iter iterations per pixel, rows outside a few: hand the
-        # rows out to the cores a few at a time instead of in one block per core.
-        with numba.parallel_chunksize(4):
-            fn(out, cr, ci, max_iter)
+        fn(out, cr, ci, max_iter)
         return out
     if backend == "numba-cuda":
         out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract)
@@ -118,7 +115,7 @@ def escape_count(cr, ci, max_iter):
 
 @numba.njit(parallel=True, cache=True)
 def mandel_cpu_parallel(out, cr, ci, max_iter):
-    for row in numba.prange(out.shape[0]):          # rows shared out over all cores
+    for row in numba.prange(out.shape[0]):          # rows spread over all cores
         for col in range(out.shape[1]):
             out[row, col] = escape_count(cr[col], ci[row], max_iter)
 
