@@ -1,0 +1,142 @@
+"""The built site in a real browser (headless Chromium through Playwright).
+
+Every page loads with no console error and no request to any host but 127.0.0.1
+(the site works offline), every image loads, code blocks have copy buttons,
+search finds "kernel" and "bandwidth", and the light/dark toggle switches the
+colour scheme. A screenshot of every page is saved under
+``$GPUKIT_SCREENSHOTS`` (default: ``site-screenshots/`` in the project).
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+CHROMIUM = os.environ.get("GPUKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set GPUKIT_CHROMIUM)",
+                allow_module_level=True)
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Build the site strictly and serve it on 127.0.0.1 for the module's tests."""
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    handler = functools.partial(_QuietHandler, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield out, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def pages(site_dir: Path) -> list[str]:
+    found = []
+    for index in sorted(site_dir.rglob("index.html")):
+        rel = index.parent.relative_to(site_dir).as_posix()
+        if rel.startswith(("assets", "search")):
+            continue
+        found.append("" if rel == "." else rel + "/")
+    return found
+
+
+def visit(browser, url: str, shot: Path | None = None, dark: bool = False):
+    """Load a page; return (console errors, outside requests, failed requests, page)."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900},
+                              color_scheme="dark" if dark else "light")
+    page = ctx.new_page()
+    errors, outside, failed = [], [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:")) else None)
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.goto(url, wait_until="networkidle")
+    if shot is not None:
+        page.screenshot(path=str(shot), full_page=True)
+    return errors, outside, failed, page
+
+
+def test_every_page_loads_cleanly_offline(site, browser):
+    site_dir, base = site
+    shots = Path(os.environ.get("GPUKIT_SCREENSHOTS", ROOT / "site-screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    all_pages = pages(site_dir)
+    assert len(all_pages) >= 8
+    problems = []
+    for path in all_pages:
+        name = path.strip("/").replace("/", "_") or "home"
+        errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png")
+        broken = page.evaluate("""() => Array.from(document.images)
+            .filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt || i.src.slice(0, 60))""")
+        code_blocks = page.locator("pre > code").count()
+        copy_buttons = page.locator("button[data-md-type='copy'], .md-clipboard").count()
+        h1 = page.locator("article h1").count()
+        if errors:
+            problems.append(f"{path}: console errors {errors[:3]}")
+        if outside:
+            problems.append(f"{path}: requests outside 127.0.0.1 {outside[:3]}")
+        if failed:
+            problems.append(f"{path}: failed requests {failed[:3]}")
+        if broken:
+            problems.append(f"{path}: images that did not load {broken[:3]}")
+        if code_blocks and not copy_buttons:
+            problems.append(f"{path}: {code_blocks} code blocks but no copy button")
+        if not h1:
+            problems.append(f"{path}: no title")
+        page.context.close()
+    assert not problems, "\n".join(problems)
+    assert len(list(shots.glob("*.png"))) >= len(all_pages)
+
+
+@pytest.mark.parametrize("word", ["kernel", "bandwidth"])
+def test_search_finds(site, browser, word):
+    _, base = site
+    errors, _, _, page = visit(browser, base)
+    page.locator("input.md-search__input").click()
+    page.keyboard.type(word, delay=20)  # real key presses: the search reacts to typing
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15000)
+    assert results.count() > 0
+    assert not errors
+    page.context.close()
+
+
+def test_dark_light_toggle(site, browser):
+    _, base = site
+    _, _, _, page = visit(browser, base)
+    scheme = lambda: page.evaluate("document.body.getAttribute('data-md-color-scheme')")  # noqa: E731
+    before = scheme()
+    page.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    page.wait_for_function(f"document.body.getAttribute('data-md-color-scheme') !== '{before}'")
+    assert {before, scheme()} == {"default", "slate"}
+    page.context.close()
