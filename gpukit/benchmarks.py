@@ -175,15 +175,86 @@ def register(sub) -> None:
     from .cli import positive_int
     p = sub.add_parser("bench", help="run a chapter's benchmark and record its results",
                        description="Run a benchmark, print a summary and optionally record it "
-                                   "under results/<machine>/.")
-    p.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
+                                   "under results/<machine>/; or `gpukit bench compare A B` to "
+                                   "set two machines' recorded results side by side.")
+    p.add_argument("name", choices=sorted(BENCHMARKS) + ["compare"],
+                   help="which benchmark, or compare")
+    p.add_argument("machines", nargs="*", metavar="MACHINE",
+                   help="with compare: two folders under results/ (or paths to them)")
     p.add_argument("--n", type=positive_int, default=None, help="problem size (elements)")
     p.add_argument("--repeat", type=positive_int, default=30, help="timed repetitions")
     p.add_argument("--save", action="store_true", help="write results/<machine>/<name>.json")
     p.set_defaults(func=_main)
 
 
+def _rate(row: dict) -> tuple[float | None, str]:
+    """The row's headline figure: a rate where there is one (higher is better), else a time."""
+    for key, unit in (("tflops", "TFLOP/s"), ("gbs", "GB/s"), ("mpixels_per_s", "Mpixel/s"),
+                      ("images_per_s", "images/s")):
+        if row.get(key):
+            return float(row[key]), unit
+    if row.get("median_s"):
+        return float(row["median_s"]), "s"
+    return None, ""
+
+
+def compare(a: str, b: str) -> str:
+    """Every benchmark both folders recorded, row by row, with the ratio B / A."""
+    from pathlib import Path
+
+    from .cli import UserError
+    from .report import table
+
+    def folder(name: str) -> Path:
+        path = Path(name)
+        if not path.is_dir():
+            path = bench.results_dir() / name
+        if not path.is_dir():
+            raise UserError(f"no results folder {name!r} (look in {bench.results_dir()})")
+        return path
+
+    fa, fb = folder(a), folder(b)
+    common = sorted({p.name for p in fa.glob("*.json")} & {p.name for p in fb.glob("*.json")})
+    if not common:
+        raise UserError(f"{fa.name} and {fb.name} have no benchmark in common")
+    import json
+    out = []
+    for file in common:
+        da, db = (json.loads((f / file).read_text(encoding="utf-8")) for f in (fa, fb))
+        rows = []
+        for part in sorted(set(da) & set(db)):
+            if not isinstance(da[part], dict) or "rows" not in da[part] or "rows" not in db[part]:
+                continue
+            rb = {r.get("name"): r for r in db[part]["rows"]}
+            for r in da[part]["rows"]:
+                other = rb.get(r.get("name"))
+                if other is None:
+                    continue
+                va, unit = _rate(r)
+                vb, _ = _rate(other)
+                if va is None or vb is None:
+                    continue
+                ratio = (vb / va) if unit != "s" else (va / vb)  # > 1: B is faster
+                rows.append([f"{part}: {r['name']}", f"{va:,.4g} {unit}", f"{vb:,.4g} {unit}",
+                             f"{ratio:.2f}x"])
+        if rows:
+            out.append(f"{file[:-5]}: {fa.name} ({da['machine']['date'][:10]}) vs "
+                       f"{fb.name} ({db['machine']['date'][:10]})\n"
+                       + table(["row", fa.name, fb.name, "B faster by"], rows))
+    if not out:
+        raise UserError(f"{fa.name} and {fb.name} share no comparable rows")
+    return "\n\n".join(out)
+
+
 def _main(args) -> int:
+    from .cli import UserError
+    if args.name == "compare":
+        if len(args.machines) != 2:
+            raise UserError("compare needs two results folders, e.g. nvidia-h200 nvidia-geforce-rtx-4090")
+        print(compare(*args.machines))
+        return 0
+    if args.machines:
+        raise UserError(f"unexpected arguments {' '.join(args.machines)!r} (only compare takes folders)")
     file_name, target = BENCHMARKS[args.name]
     data = _resolve(target)(args.n, args.repeat)
     for part, block in data.items():

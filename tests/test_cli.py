@@ -57,3 +57,28 @@ def test_doctor_on_gpu_passes():
     assert proc.returncode == 0, proc.stdout
     assert "GPU usable: yes" in proc.stdout
     assert "[FAIL]" not in proc.stdout
+
+
+def _fake_results(root, slug, gbs):
+    from gpukit import bench, device
+    machine = {**device.machine_record(), "slug": slug}
+    row = {"name": "kernel A", "median_s": 1.0 / gbs, "gbs": gbs}
+    bench.save("demo", {"gpu": {"n": 10, "rows": [row]}}, root=root, machine=machine)
+
+
+def test_bench_compare_two_machines(tmp_path):
+    _fake_results(tmp_path, "slow-gpu", 100.0)
+    _fake_results(tmp_path, "fast-gpu", 250.0)
+    proc = run_cli("bench", "compare", tmp_path / "slow-gpu", tmp_path / "fast-gpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "| gpu: kernel A | 100 GB/s | 250 GB/s | 2.50x |" in proc.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["compare", "only-one"], "two results folders"),
+    (["compare", "no-such-a", "no-such-b"], "no results folder"),
+    (["vector-add", "stray"], "unexpected arguments"),
+])
+def test_bench_compare_bad_input(args, needle):
+    line = assert_one_line_error(run_cli("bench", *args))
+    assert needle in line
