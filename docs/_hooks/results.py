@@ -12,6 +12,8 @@ from mkdocs.exceptions import PluginError
 from gpukit import report
 
 PATTERN = re.compile(r"<!--\s*(results|data):([\w-]+):([\w-]+)\s*-->")
+LINKS = re.compile(r"<!--\s*links:all\s*-->")
+URL = re.compile(r"https?://[^\s)\]>\"'`|]+")
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -24,4 +26,38 @@ def on_page_markdown(markdown, page, config, files):
         except report.MissingResults as exc:
             raise PluginError(f"{page.file.src_uri}: {exc}") from None
 
-    return PATTERN.sub(substitute, markdown)
+    markdown = PATTERN.sub(substitute, markdown)
+    if LINKS.search(markdown):
+        markdown = LINKS.sub(lambda m: external_links(config, page.file.src_uri), markdown)
+    return markdown
+
+
+def external_links(config, this_page: str) -> str:
+    """Every outside link of every other page (tables included), with the pages citing it."""
+    from pathlib import Path
+
+    docs = Path(config["docs_dir"])
+    cited: dict[str, set[str]] = {}
+    titles = {}
+    for md in sorted(docs.glob("*.md")):
+        if md.name == this_page:
+            continue
+        text = md.read_text(encoding="utf-8")
+        text = PATTERN.sub(lambda m: _expand(*m.groups()), text)
+        text = re.sub(r"<svg.*?</svg>", "", text, flags=re.S)  # plots: XML namespaces, not links
+        first = re.search(r"^# (.+)$", text, re.M)
+        titles[md.name] = first.group(1).strip() if first else md.stem
+        for url in URL.findall(text):
+            if url.startswith(("http://127.0.0.1", "http://localhost")):
+                continue
+            cited.setdefault(url.rstrip(".,;:"), set()).add(md.name)
+    rows = [f"| <{url}> | " + ", ".join(f"[{titles[p]}]({p})" for p in sorted(pages)) + " |"
+            for url, pages in sorted(cited.items())]
+    return "| link | cited on |\n| :-- | :-- |\n" + "\n".join(rows)
+
+
+def _expand(kind, name, view):
+    try:
+        return report.render_data(name, view) if kind == "data" else report.render(name, view)
+    except report.MissingResults:
+        return ""
