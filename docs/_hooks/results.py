@@ -61,3 +61,19 @@ def _expand(kind, name, view):
         return report.render_data(name, view) if kind == "data" else report.render(name, view)
     except report.MissingResults:
         return ""
+
+
+def on_shutdown():
+    # MkDocs' logging State object is sometimes destroyed after the logging module during
+    # interpreter exit (here, once numba is loaded), printing a harmless "Exception ignored"
+    # traceback. Silence exactly that one; everything else still reaches the default hook.
+    import sys
+
+    default = sys.unraisablehook
+
+    def hook(unraisable):
+        if getattr(unraisable.object, "__qualname__", "") == "State.__del__":
+            return
+        default(unraisable)
+
+    sys.unraisablehook = hook
