@@ -140,3 +140,19 @@ def test_dark_light_toggle(site, browser):
     page.wait_for_function(f"document.body.getAttribute('data-md-color-scheme') !== '{before}'")
     assert {before, scheme()} == {"default", "slate"}
     page.context.close()
+
+
+def test_example_pages_offer_the_script_for_download(site, browser):
+    site_dir, base = site
+    examples = [p for p in pages(site_dir) if p.startswith("examples/")]
+    assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
+    for path in examples:
+        _, _, _, page = visit(browser, base + path)
+        link = page.locator("a[download]")
+        assert link.count() == 1, path
+        href = link.get_attribute("href")
+        response = page.request.get(base.rstrip("/") + href)
+        assert response.ok, (path, href)
+        script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
+        assert response.text() == script  # the very file the tests run
+        page.context.close()
