@@ -248,13 +248,14 @@ def compare(a: str, b: str) -> str:
 
 def _main(args) -> int:
     from .cli import UserError
+    machines = getattr(args, "machines", None) or []
     if args.name == "compare":
-        if len(args.machines) != 2:
+        if len(machines) != 2:
             raise UserError("compare needs two results folders, e.g. nvidia-h200 nvidia-geforce-rtx-4090")
-        print(compare(*args.machines))
+        print(compare(*machines))
         return 0
-    if args.machines:
-        raise UserError(f"unexpected arguments {' '.join(args.machines)!r} (only compare takes folders)")
+    if machines:
+        raise UserError(f"unexpected arguments {' '.join(machines)!r} (only compare takes folders)")
     file_name, target = BENCHMARKS[args.name]
     data = _resolve(target)(args.n, args.repeat)
     for part, block in data.items():
