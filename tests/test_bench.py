@@ -3,7 +3,6 @@
 import json
 import time
 
-import numpy as np
 import pytest
 
 from gpukit import bench, device

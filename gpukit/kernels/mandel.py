@@ -18,7 +18,6 @@ every backend. ``contract=True`` gives the faster fused versions instead.
 from __future__ import annotations
 
 import functools
-import math
 
 import numba
 import numpy as np

@@ -50,7 +50,7 @@ def _need(kind_x, kind_y, allowed, backend, hint):
         if kind not in allowed:
             where = {"numpy": "host (NumPy) memory", "torch-cpu": "host (torch CPU) memory",
                      "cupy": "GPU memory (CuPy)", "torch-cuda": "GPU memory (torch)",
-                     "cuda": "GPU memory"}.get(kind, f"an unsupported type")
+                     "cuda": "GPU memory"}.get(kind, "an unsupported type")
             raise TypeError(f"backend {backend!r} needs {hint}, but {label} is in {where}")
 
 
