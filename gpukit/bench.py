@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import device
+from .files import atomic_write
 
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
@@ -233,14 +234,10 @@ def results_dir() -> Path:
 def save(name: str, data: dict, *, root: Path | None = None, machine: dict | None = None) -> Path:
     """Write ``data`` with a machine record to ``results/<slug>/<name>.json`` atomically."""
     machine = machine or device.machine_record()
-    folder = Path(root or results_dir()) / machine["slug"]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"benchmark": name, "machine": machine, **data}, indent=1,
-                              default=_json_default) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    path = Path(root or results_dir()) / machine["slug"] / f"{name}.json"
+    text = json.dumps({"benchmark": name, "machine": machine, **data}, indent=1,
+                      default=_json_default) + "\n"
+    return atomic_write(path, lambda fh: fh.write(text))
 
 
 def load(name: str, *, root: Path | None = None) -> dict[str, dict]:

@@ -57,16 +57,9 @@ def check_output(path: str) -> str:
 def write_png(rgb, path: str) -> None:
     """Write atomically: a temp file in the same folder, then rename over the target."""
     from PIL import Image
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            Image.fromarray(rgb).save(fh, format="PNG")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    from .files import atomic_write
+    atomic_write(path, lambda fh: Image.fromarray(rgb).save(fh, format="PNG"), binary=True)
 
 
 def _float(text: str) -> float:

@@ -107,3 +107,18 @@ def test_gpu_machine_record():
     assert m["gpu"]["warp_size"] == 32
     assert m["cuda"]["driver"]
     assert not m["slug"].startswith("cpu-")
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
+    from gpukit.files import atomic_write
+    target = tmp_path / "out.txt"
+    atomic_write(target, lambda fh: fh.write("first"))
+
+    def broken(fh):
+        fh.write("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, broken)
+    assert target.read_text() == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]

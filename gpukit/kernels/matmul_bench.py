@@ -622,12 +622,9 @@ def ptxas_report(arch: str = "sm_90") -> dict:
 
 def write_ptxas_report(path: Path = PTXAS_FILE) -> Path:
     data = ptxas_report()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    from gpukit.files import atomic_write
+    text = json.dumps(data, indent=1) + "\n"
+    return atomic_write(path, lambda fh: fh.write(text))
 
 
 # ---------------------------------------------------------------------- renderers

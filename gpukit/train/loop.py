@@ -149,15 +149,8 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
 
     A crash or Ctrl-C while writing leaves the previous checkpoint intact.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from ..files import atomic_write
+    atomic_write(path, lambda fh: torch.save(state, fh), binary=True)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:

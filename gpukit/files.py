@@ -1,0 +1,32 @@
+"""Writing files so that a crash, a Ctrl-C or a full disk never leaves half a file behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Callable
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[IO], object], *, binary: bool = False) -> Path:
+    """Call ``write(fh)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    A rename within one folder is atomic: readers see the old file or the new one, never a
+    partial one. On any error the temporary file is removed and the old file is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # the permissions a plain open() would have given
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
