@@ -107,3 +107,16 @@ def test_train_on_oxford_pets_folder(tmp_path):
                    "--img-size", "32", "--width", "8", "--out", tmp_path / "o.pt", "--quiet", env=CPU)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "data: 4 training and 2 validation photos" in proc.stdout
+
+
+def test_command_line_defaults_are_the_recipe():
+    import argparse
+
+    from gpukit.train import cli
+    from gpukit.train.loop import TrainConfig
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(["train", "cats-vs-dogs", "--data", "x"])
+    recipe = TrainConfig()
+    for field in ("epochs", "img_size", "batch_size", "lr", "ema", "width", "seed"):
+        assert getattr(args, field) == getattr(recipe, field), field

@@ -152,10 +152,68 @@ def test_two_processes_gloo_agree_on_the_weights(tmp_path):
 @pytest.mark.gpu
 @needs_shared_data
 def test_short_gpu_run_on_real_photos(tmp_path):
-    cfg = loop.TrainConfig(data=str(shared_data()), epochs=15, out=str(tmp_path / "g.pt"), progress=False)
+    cfg = loop.TrainConfig(data=str(shared_data()), epochs=40, out=str(tmp_path / "g.pt"), progress=False,
+                           eval_every=10)
     r = loop.fit(cfg, log=quiet)
     assert r["device"].startswith("cuda") and r["precision"] == "bf16"
-    # Chance is 0.5 (1000 photos: one standard deviation is 1.6 points); 15 epochs of the
-    # full recipe's schedule reached 0.61 on an H200. The full recipe is the benchmark's job.
-    assert r["val_acc"] >= 0.56, r["history"]
+    # Chance is 0.5 (1000 photos: one standard deviation is 1.6 points). 40 epochs of the
+    # recipe are far from its full accuracy (the benchmark's job) but well above chance.
+    assert r["val_acc"] >= 0.65, r["history"]
     assert r["images_per_s"] > 5000
+
+
+def test_weight_average_follows_the_weights_and_survives_a_checkpoint(tmp_path):
+    net = CatDogNet(width=4)
+    ema = loop.EMA(net, decay=0.9)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    for _ in range(200):
+        ema.update(net)
+    for (name, a), b in zip(ema.model.state_dict().items(), net.state_dict().values()):
+        if a.is_floating_point():
+            assert torch.allclose(a, b, atol=1e-5), name  # converged to the constant weights
+    net.features[0][1].num_batches_tracked += 7
+    assert ema.sync_counters(net).features[0][1].num_batches_tracked.item() == 7
+    other = loop.EMA(CatDogNet(width=4), decay=0.9)
+    other.load_state_dict(ema.state_dict())
+    assert other.updates == 200
+    with pytest.raises(ValueError):
+        loop.EMA(net, decay=1.0)
+
+
+def test_checkpoint_writer_writes_in_the_background_and_reports_errors(tmp_path):
+    target = tmp_path / "ck.pt"
+    w = loop.CheckpointWriter(target)
+    t = torch.arange(5.0)
+    w.submit({"model": {"w": t}, "config": {}})
+    t.add_(100)  # training goes on changing the weights: the checkpoint keeps the copy
+    w.close()
+    assert loop.load_checkpoint(target)["model"]["w"].tolist() == [0, 1, 2, 3, 4]
+    bad = loop.CheckpointWriter(tmp_path / "missing-dir" / "x" / "ck.pt")
+    (tmp_path / "missing-dir").write_text("a file where a folder should be")
+    bad.submit({"model": {}, "config": {}})
+    with pytest.raises(OSError):
+        bad.close()
+
+
+def test_chunks_split_into_batches_in_order():
+    store = type("S", (), {})()
+    store.images = torch.arange(20).view(20, 1, 1, 1).expand(20, 3, 2, 2)
+    store.labels = torch.arange(20)
+    order = torch.randperm(20)
+    chunks = list(loop.memory_batches(store, order, 1, 5, 4, chunk=3))
+    assert [len(y) for _, y in chunks] == [12, 4]  # batches 1-3, then batch 4
+    batches = list(loop.split_batches(iter(chunks), 4))
+    assert [y.tolist() for _, y in batches] == [order[i * 4:(i + 1) * 4].tolist() for i in range(1, 5)]
+    prepared = list(loop.prefetched(iter(chunks), lambda x, y: (x + 1, y), torch.device("cpu")))
+    assert torch.equal(prepared[0][0], chunks[0][0] + 1)
+
+
+def test_resume_needs_the_weight_average_it_was_trained_with(tmp_path):
+    data = filtered_layout(tmp_path / "d", n_train=8, n_val=4)
+    out = tmp_path / "ck.pt"
+    loop.fit(loop.TrainConfig(data=str(data), epochs=1, out=str(out), ema=0.0, **TINY), log=quiet)
+    with pytest.raises(ValueError, match="weight average"):
+        loop.fit(loop.TrainConfig(data=str(data), epochs=2, out=str(out), resume=True, ema=0.9, **TINY),
+                 log=quiet)

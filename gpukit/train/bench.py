@@ -165,12 +165,17 @@ def _decode(paths: list[str], size: int, device, errors: list) -> list[dict]:
 
 def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float = 0.0,
                 budget_s: float = float("inf")) -> dict:
-    """Step time fed from the GPU-resident photos vs synthetic data already on the GPU."""
+    """Step time fed from the GPU-resident photos vs synthetic data already on the GPU.
+
+    Both are timed over a run of ``steps`` consecutive steps (an epoch of the recipe), so
+    the real pipeline is measured as training uses it: the gather and augmentation of the
+    next batch run on a side stream while the current step runs (``loop.prefetched``).
+    """
     import torch
     from torch import nn
 
     from . import data as D
-    from .loop import autocast, resolve_precision, train_step
+    from .loop import autocast, memory_batches, prefetched, resolve_precision, split_batches, train_step
     from .model import build_model, macs_per_image
     torch.manual_seed(0)
     model = build_model(cfg.width).to(device, memory_format=torch.channels_last)
@@ -179,68 +184,115 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
     crit = nn.CrossEntropyLoss(label_smoothing=0.1)
     amp = autocast(device, resolve_precision("auto", device))
     b, s = min(cfg.batch_size, len(store)), cfg.img_size
+    steps = max(1, len(store) // b)
     g = torch.Generator(device=device).manual_seed(0)
     x_syn = torch.randn(b, 3, s, s, device=device).contiguous(memory_format=torch.channels_last)
     y_syn = torch.randint(0, 2, (b,), device=device)
 
     def synthetic():
-        train_step(model, opt, sched, x_syn, y_syn, criterion=crit, amp=amp)
+        for _ in range(steps):
+            train_step(model, opt, sched, x_syn, y_syn, criterion=crit, amp=amp)
 
-    def real():
-        idx = torch.randint(0, len(store), (b,), device=device, generator=g)
-        x = D.augment(store.images[idx], s, g)
-        train_step(model, opt, sched, x, store.labels[idx], criterion=crit, amp=amp)
+    def prepare(images, labels):
+        return D.augment(images, s, g), labels
+
+    chunk = max(1, cfg.chunk_images // b)  # as the training loop does
+
+    def real(overlap: bool = True):
+        order = torch.randperm(len(store), device=device, generator=g)
+        chunks = memory_batches(store, order, 0, steps, b, chunk=chunk)
+        feed = prefetched(chunks, prepare, device) if overlap else (prepare(*c) for c in chunks)
+        for x, y in split_batches(feed, b):
+            train_step(model, opt, sched, x, y, criterion=crit, amp=amp)
 
     def augment_only():
-        idx = torch.randint(0, len(store), (b,), device=device, generator=g)
-        D.augment(store.images[idx], s, g)
+        order = torch.randperm(len(store), device=device, generator=g)
+        for images, labels in memory_batches(store, order, 0, steps, b, chunk=chunk):
+            prepare(images, labels)
 
     rows = []
+    per_step = lambda t: {**t, "median_s": t["median_s"] / steps, "min_s": t["min_s"] / steps,  # noqa: E731
+                          "max_s": t["max_s"] / steps, "images_per_s": b * steps / t["median_s"]}
     for name, fn in [("synthetic batch already on the GPU", synthetic),
-                     ("real photos: index + augment on the GPU", real),
-                     ("augmentation alone (index, crop, flip, jitter)", augment_only)]:
-        t = _timed_steps(fn, device, warmup=10, repeat=repeat, name=name)
-        rows.append({**t, "images_per_s": b / t["median_s"]})
-    # the two steps again, in the other order, to check the first pair did not drift
+                     ("real photos: gather + augment, a chunk ahead on a side stream", real),
+                     ("real photos: gather + augment, then the steps (no overlap)", lambda: real(False)),
+                     ("augmentation alone (gather, crop, flip, jitter)", augment_only)]:
+        t = _timed_steps(fn, device, warmup=3, repeat=max(3, repeat // 3), name=name)
+        rows.append(per_step(t))
+    # the two main rows again, in the other order, to check the first pair did not drift
     for i, fn in ((1, real), (0, synthetic)):
-        t = _timed_steps(fn, device, warmup=3, repeat=repeat, name=rows[i]["name"])
-        rows[i]["second_median_s"] = t["median_s"]
+        t = _timed_steps(fn, device, warmup=1, repeat=max(3, repeat // 3), name=rows[i]["name"])
+        rows[i]["second_median_s"] = t["median_s"] / steps
+
+    def one_step(name, net, x, y, warmup=5, **extra):
+        o = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+        sc = torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0)
+        a = extra.pop("amp", amp)
+        t = _timed_steps(lambda: train_step(net, o, sc, x, y, criterion=crit, amp=a),
+                         device, warmup=warmup, repeat=repeat, name=name)
+        rows.append({**t, "images_per_s": len(y) / t["median_s"], **extra})
 
     def settings():
-        # What bf16 and channels_last each bring: the synthetic step without them.
+        # What bf16, channels_last and the batch size each bring, on synthetic data.
         tf32 = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
         try:
-            fp32 = autocast(device, "fp32")
-            t = _timed_steps(lambda: train_step(model, opt, sched, x_syn, y_syn, criterion=crit, amp=fp32),
-                             device, warmup=5, repeat=repeat, name="synthetic batch, fp32 (TF32 off)")
-            rows.append({**t, "images_per_s": b / t["median_s"]})
+            one_step("synthetic batch, fp32 (TF32 off)", model, x_syn, y_syn, amp=autocast(device, "fp32"))
         finally:
             torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = tf32
-        nchw = build_model(cfg.width).to(device)
-        opt2 = torch.optim.SGD(nchw.parameters(), lr=0.01, momentum=0.9, nesterov=True)
-        sched2 = torch.optim.lr_scheduler.LambdaLR(opt2, lambda s: 1.0)
-        x_nchw = x_syn.contiguous()
-        t = _timed_steps(lambda: train_step(nchw, opt2, sched2, x_nchw, y_syn, criterion=crit, amp=amp),
-                         device, warmup=5, repeat=repeat, name="synthetic batch, bf16, NCHW layout")
-        rows.append({**t, "images_per_s": b / t["median_s"]})
+        one_step("synthetic batch, bf16, NCHW layout", build_model(cfg.width).to(device), x_syn.contiguous(), y_syn)
+        x2, y2 = torch.cat([x_syn, x_syn]), torch.cat([y_syn, y_syn])
+        one_step(f"synthetic batch of {2 * b} (bf16, channels_last)", model,
+                 x2.contiguous(memory_format=torch.channels_last), y2)
     if device.type == "cuda":
         _try("precision and layout", settings, errors)
 
     def compiled():
-        cmodel = torch.compile(model)
-
-        def step():
-            train_step(cmodel, opt, sched, x_syn, y_syn, criterion=crit, amp=amp)
-        t = _timed_steps(step, device, warmup=5, repeat=repeat, name="synthetic batch, torch.compile")
-        rows.append({**t, "images_per_s": b / t["median_s"], "note": "first call = compile time"})
+        one_step("synthetic batch, torch.compile", torch.compile(model), x_syn, y_syn,
+                 note="first call = compile time")
     if device.type == "cuda" and time.perf_counter() - t_start < budget_s:
         _try("torch.compile", compiled, errors)
+    profile = _try("profile", lambda: _kernel_profile(model, opt, sched, x_syn, y_syn, crit, amp, device),
+                   errors) if device.type == "cuda" else None
     macs = macs_per_image(model, s)
     syn_s, real_s = rows[0]["median_s"], rows[1]["median_s"]
-    return {"n": b, "batch_size": b, "img_size": s, "rows": rows, "real_over_synthetic": real_s / syn_s,
-            "images_per_s_real": b / real_s, "macs_per_image": macs,
-            "train_tflops_real": 3 * 2 * macs * b / real_s / 1e12}
+    return {"n": b, "batch_size": b, "img_size": s, "steps": steps, "chunk_batches": chunk, "rows": rows,
+            "real_over_synthetic": real_s / syn_s, "images_per_s_real": b / real_s,
+            "macs_per_image": macs, "train_tflops_real": 3 * 2 * macs * b / real_s / 1e12,
+            "profile": profile}
+
+
+def _kernel_profile(model, opt, sched, x, y, crit, amp, device, steps: int = 5) -> dict:
+    """Where a training step's GPU time goes: CUDA time per kind of kernel (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from .loop import train_step
+    for _ in range(3):
+        train_step(model, opt, sched, x, y, criterion=crit, amp=amp)
+    torch.cuda.synchronize(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            train_step(model, opt, sched, x, y, criterion=crit, amp=amp)
+        torch.cuda.synchronize(device)
+    kinds: dict[str, float] = {}
+    launches = 0
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        n = e.name.lower()
+        kind = ("convolution (cuDNN / GEMM)" if any(k in n for k in ("conv", "gemm", "xmma", "sm90", "cutlass", "wgrad", "dgrad", "fprop"))
+                else "batch norm" if "batch_norm" in n or "bn_" in n or "batchnorm" in n
+                else "max pool" if "pool" in n
+                else "optimizer (SGD update)" if "foreach" in n or "multi_tensor" in n
+                else "memory copy / set" if "memcpy" in n or "memset" in n
+                else "element-wise and other")
+        kinds[kind] = kinds.get(kind, 0.0) + us
+        launches += 1
+    total = sum(kinds.values())
+    return {"steps": steps, "gpu_time_per_step_s": total / steps / 1e6, "kernels_per_step": launches / steps,
+            "by_kind": sorted(([k, v / steps / 1e6] for k, v in kinds.items()), key=lambda kv: -kv[1])}
 
 
 def _cpu_epoch(train_store, cfg, max_s: float, errors: list) -> dict:
@@ -338,7 +390,10 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     """Everything the chapter shows. ``n`` = number of seeds (default 3).
 
     ``overrides`` changes the training recipe, e.g. ``{"epochs": 300, "width": 48}``.
+    ``GPUKIT_BENCH_BUDGET_S`` in the environment replaces ``budget_s`` (the variants and
+    torch.compile start only while enough of it is left).
     """
+    budget_s = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", budget_s))
     from . import data as D
     from .loop import TrainConfig, fit, pick_device
     t_run = time.perf_counter()
@@ -500,6 +555,7 @@ def _confusion(slug: str, data: dict) -> str:
 @report.renderer(NAME, "throughput")
 def _throughput_table(slug: str, data: dict) -> str:
     tp = data["throughput"]
+    per_epoch = "steps" in tp  # rows timed over an epoch of steps, shown per step
     rows = [[r["name"], fmt_time(r["median_s"]), fmt_num(r["images_per_s"]),
              fmt_time(r["first_call_s"])] for r in tp["rows"]]
     tut = tp.get("tutorial_measured")
@@ -507,15 +563,19 @@ def _throughput_table(slug: str, data: dict) -> str:
         rows.append([f"tutorial pipeline: ImageFolder + PIL DataLoader ({tut['workers']} workers), "
                      f"fp32 small CNN, batch {tut['batch_size']}", "-", fmt_num(tut["images_per_s"]), "-"])
         rows.append(["the same DataLoader alone, no model", "-", fmt_num(tut["loader_only_images_per_s"]), "-"])
-    # the tutorial pipeline measured in the same run; without it, the quoted reference figure
-    ref = tut["images_per_s"] if tut else tp["tutorial_reported"]["images_per_s"]
-    head = (f"**{_gpu_name(data)}**, batch {tp['batch_size']} at {tp['img_size']} px: a step on real photos "
-            f"takes **{tp['real_over_synthetic']:.2f}x** the time of a step on synthetic data; "
-            f"{fmt_num(tp['images_per_s_real'])} images/s is **{tp['images_per_s_real'] / ref:.1f}x** the "
-            f"tutorial's {fmt_num(ref)} images/s "
+    reported = tp.get("tutorial_reported", TUTORIAL_REPORTED)["images_per_s"]
+    real = tp["images_per_s_real"]
+    vs = (f"**{real / tut['images_per_s']:.1f}x** the tutorial pipeline measured in the same run and "
+          if tut else "")
+    over = f", each row timed over an epoch of {tp['steps']} steps" if per_epoch else ""
+    head = (f"**{_gpu_name(data)}**, batch {tp['batch_size']} at {tp['img_size']} px{over}: "
+            f"a step on real photos takes **{tp['real_over_synthetic']:.2f}x** the time of a step on synthetic "
+            f"data; {fmt_num(real)} images/s is {vs}**{real / reported:.1f}x** the {fmt_num(reported)} images/s "
+            f"of the reference measurement of that pipeline "
             f"({tp['train_tflops_real']:.1f} TFLOP/s at {tp['macs_per_image'] / 1e6:.0f} M multiply-adds "
             f"per image forward, x3 for training).\n\n")
-    return head + table(["what one step does", "median step", "images/s", "first call"], rows)
+    return head + table(["what one step does", "median step", "images/s",
+                         "first call (one epoch)" if per_epoch else "first call"], rows)
 
 
 @report.renderer(NAME, "decode")
@@ -541,10 +601,7 @@ def _cpu_vs_gpu(slug: str, data: dict) -> str:
 
 
 def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+    return report.svg(fig)
 
 
 @report.renderer(NAME, "curves")
@@ -584,3 +641,45 @@ def _grid(slug: str, data: dict) -> str:
     return (f'<img src="data:image/jpeg;base64,{b64}" alt="Validation photos with the predictions '
             f'of the network trained on {_gpu_name(data)}" style="max-width:100%">\n\n'
             "Green: right; red and framed: wrong. The percentage is the network's probability for its answer.")
+
+
+@report.renderer(NAME, "profile")
+def _profile(slug: str, data: dict) -> str:
+    tp = data["throughput"]
+    p = tp.get("profile")
+    if not p:
+        raise KeyError("profile")  # recorded on GPUs only
+    step = tp["rows"][0]["median_s"]
+    rows = [[kind, fmt_time(s), f"{100 * s / p['gpu_time_per_step_s']:.0f} %"] for kind, s in p["by_kind"]]
+    rows.append(["**all kernels of one step (GPU busy)**", f"**{fmt_time(p['gpu_time_per_step_s'])}**", "100 %"])
+    return (f"**{_gpu_name(data)}**, one training step on a synthetic batch of {tp['batch_size']}, "
+            f"from `torch.profiler` ({p['steps']} steps): {p['kernels_per_step']:.0f} kernels per step. "
+            f"The same step takes **{fmt_time(step)}** of wall-clock time per step in a loop, so the GPU is "
+            f"busy **{100 * p['gpu_time_per_step_s'] / step:.0f} %** of the time.\n\n"
+            + table(["kernels", "GPU time per step", "share"], rows))
+
+
+SWEEP = "cats_vs_dogs_sweep"
+
+
+@report.renderer(SWEEP, "table")
+def _sweep(slug: str, data: dict) -> str:
+    s = data["sweep"]
+    base = s["base"]
+    rows = []
+    for r in sorted(s["rows"], key=lambda r: -r["val_acc_mean"]):
+        change = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["changes"].items()) or "(base)"
+        rows.append([f"`{r['name']}`", change, len(r["seeds"]), f"**{100 * r['val_acc_mean']:.1f} %**",
+                     f"{100 * r['val_acc_min']:.1f} - {100 * r['val_acc_max']:.1f} %", fmt_time(r["median_s"])])
+    head = (f"**{_gpu_name(data)}**: each variant changes the base recipe (learning rate {base['lr']}, no "
+            f"weight average, {base['epochs']} epochs, width {base['width']}, label smoothing "
+            f"{base['label_smoothing']}, crops from {int(100 * base['crop_scale'])} % of the area) and is "
+            f"trained once per seed on the same decoded photos. {s['how']}.\n\n")
+    return head + table(["variant", "change", "seeds", "mean accuracy", "range", "median wall time"], rows,
+                        align="llrrrr")
+
+
+@report.renderer(SWEEP, "throughput")
+def _sweep_throughput(slug: str, data: dict) -> str:
+    tp = dict(data["throughput"], tutorial_reported=TUTORIAL_REPORTED)
+    return _throughput_table(slug, dict(data, throughput=tp))

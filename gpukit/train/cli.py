@@ -29,7 +29,9 @@ def register(sub) -> None:
     p.add_argument("--epochs", type=positive_int, default=250)
     p.add_argument("--img-size", type=positive_int, default=128, help="training crop size (px)")
     p.add_argument("--batch-size", type=positive_int, default=256, help="global batch size")
-    p.add_argument("--lr", type=float, default=0.2, help="peak learning rate at batch 256")
+    p.add_argument("--lr", type=float, default=0.05, help="peak learning rate at batch 256")
+    p.add_argument("--ema", type=float, default=0.995,
+                   help="decay of the weight average that is evaluated and kept (0: none)")
     p.add_argument("--width", type=positive_int, default=32, help="channels of the first stage")
     p.add_argument("--device", default="auto", help="auto, cuda, cuda:N or cpu")
     p.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto")
@@ -93,7 +95,8 @@ def _train(args) -> int:
                       batch_size=args.batch_size, lr=args.lr, width=args.width, device=args.device,
                       precision=args.precision, compile=args.compile, pretrained=args.pretrained,
                       seed=args.seed, limit=args.limit or 0, out=args.out, resume=args.resume,
-                      tta=not args.no_tta, progress=not args.quiet, data_mode=args.data_mode)
+                      tta=not args.no_tta, progress=not args.quiet, data_mode=args.data_mode,
+                      ema=args.ema)
     stores = None
     try:
         if args.data.startswith("oxford-pets:"):

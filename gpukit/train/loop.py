@@ -34,7 +34,7 @@ class TrainConfig:
     store_size: int = 0          # decoded square kept in memory; 0 -> 1.25 x img_size
     eval_size: int = 0           # validation resolution; 0 -> store_size (see the chapter)
     batch_size: int = 256        # global: split across processes under torchrun
-    lr: float = 0.2              # peak SGD learning rate for batch 256 (scaled linearly)
+    lr: float = 0.05             # peak SGD learning rate for batch 256 (scaled linearly)
     momentum: float = 0.9
     weight_decay: float = 5e-4
     label_smoothing: float = 0.1
@@ -54,7 +54,9 @@ class TrainConfig:
     val_fraction: float = 0.2
     limit: int = 0               # at most this many photos per class and split (quick runs)
     tta: bool = True             # final evaluation averages the photo and its mirror image
+    ema: float = 0.995           # average of the weights, evaluated and kept (decay per step; 0: off)
     eval_every: int = 1
+    chunk_images: int = 1024     # photos augmented per call, one chunk ahead on a side stream
     progress: bool = True
 
     def resolved(self) -> "TrainConfig":
@@ -170,6 +172,100 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
 # --8<-- [end:checkpoint]
 
 
+def to_cpu(obj):
+    """A copy of a (nested) state dict with every tensor copied to host memory."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(v) for v in obj)
+    return obj
+
+
+class CheckpointWriter:
+    """Writes checkpoints in a background thread, one at a time, each atomically.
+
+    ``submit`` copies the state to host memory first (training then goes on changing the
+    weights on the device), waits for the previous write to finish, and starts the next.
+    ``close`` waits for the last one: a run never ends with a checkpoint half written.
+    """
+
+    def __init__(self, path: str | os.PathLike, background: bool = True):
+        self.path, self.background, self._thread, self._error = path, background, None, None
+
+    def _write(self, state):
+        try:
+            save_checkpoint(self.path, state)
+        except BaseException as exc:  # reported by the next submit() or close()
+            self._error = exc
+
+    def wait(self):
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def submit(self, state: dict):
+        state = to_cpu(state)
+        self.wait()
+        if not self.background:
+            save_checkpoint(self.path, state)
+            return
+        import threading
+        self._thread = threading.Thread(target=self._write, args=(state,), daemon=True)
+        self._thread.start()
+
+    close = wait
+
+
+class EMA:
+    """An exponential moving average of a model's weights (and BatchNorm statistics).
+
+    Averaging the weights over the last few hundred steps evens out the noise of the final
+    steps of SGD; the average is evaluated, checkpointed and used for prediction.
+    """
+
+    def __init__(self, model: nn.Module, decay: float):
+        import copy
+        if not 0 < decay < 1:
+            raise ValueError(f"the weight average's decay must be between 0 and 1, not {decay}")
+        self.decay, self.updates = decay, 0
+        self.model = copy.deepcopy(model).eval().requires_grad_(False)
+        self._pairs = None
+
+    def _lookup(self, model: nn.Module):
+        if self._pairs is None:  # the same tensors every step: look them up once
+            src, dst = model.state_dict(), self.model.state_dict()
+            self._pairs = ([dst[k] for k in dst if dst[k].is_floating_point()],
+                           [src[k] for k in dst if dst[k].is_floating_point()],
+                           [(dst[k], src[k]) for k in dst if not dst[k].is_floating_point()])
+        return self._pairs
+
+    @torch.no_grad()
+    def update(self, model: nn.Module):
+        self.updates += 1
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates))  # short memory at the start
+        averaged, current, _ = self._lookup(model)
+        torch._foreach_lerp_(averaged, current, 1 - d)  # one launch for all the weights
+
+    @torch.no_grad()
+    def sync_counters(self, model: nn.Module) -> nn.Module:
+        """Copy the integer buffers (BatchNorm's step counters); returns the averaged model."""
+        for a, b in self._lookup(model)[2]:
+            a.copy_(b)
+        return self.model
+
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict):
+        self.model.load_state_dict(state["model"])
+        self.updates = int(state["updates"])
+
+
 def weights_digest(model: nn.Module) -> str:
     """sha256 of every parameter and buffer: equal on all processes of a healthy DDP run."""
     h = hashlib.sha256()
@@ -261,10 +357,11 @@ STREAM_ABOVE = 8 * 2**30
 
 
 # --8<-- [start:batches]
-def memory_batches(train: D.Store, order: torch.Tensor, first: int, steps: int, per_rank: int):
-    """Batches from the photos kept on the device: a gather of uint8 rows, nothing copied in."""
-    for step in range(first, steps):
-        idx = order[step * per_rank:(step + 1) * per_rank]
+def memory_batches(train: D.Store, order: torch.Tensor, first: int, steps: int, per_rank: int,
+                   chunk: int = 1):
+    """Chunks of ``chunk`` batches from the photos kept on the device: a gather of uint8 rows."""
+    for step in range(first, steps, chunk):
+        idx = order[step * per_rank:min(steps, step + chunk) * per_rank]
         yield train.images[idx], train.labels[idx]
 
 
@@ -278,6 +375,42 @@ def stream_batches(split: D.Split, order: torch.Tensor, first: int, steps: int, 
         if images is not None:
             yield images.to(dev, non_blocking=True), labels.to(dev, non_blocking=True)
 # --8<-- [end:batches]
+
+
+# --8<-- [start:prefetch]
+def prefetched(batches, prepare, dev: torch.device):
+    """``prepare(images, labels)`` for each batch, one batch ahead on a second CUDA stream.
+
+    While the GPU runs training step k on the default stream, the gather and augmentation
+    of batch k + 1 run on a side stream, filling the gaps between the step's kernels. On
+    the CPU this is a plain loop.
+    """
+    if dev.type != "cuda":
+        for images, labels in batches:
+            yield prepare(images, labels)
+        return
+    main, side = torch.cuda.current_stream(dev), torch.cuda.Stream(dev)
+
+    def produce():
+        side.wait_stream(main)  # inputs made on the default stream (this epoch's order) are ready
+        with torch.cuda.stream(side):
+            item = next(batches, None)
+            return None if item is None else prepare(*item)
+
+    ready = produce()
+    while ready is not None:
+        main.wait_stream(side)
+        for t in ready:
+            t.record_stream(main)  # memory made on the side stream, used on the default one
+        current, ready = ready, produce()
+        yield current
+# --8<-- [end:prefetch]
+
+
+def split_batches(chunks, per_rank: int):
+    """Training batches (views, no copy) out of augmented chunks of several batches."""
+    for xs, ys in chunks:
+        yield from zip(xs.split(per_rank), ys.split(per_rank))
 
 def _seed_for(*parts: int) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:7], "little")
@@ -364,12 +497,17 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                           lr=lr, momentum=cfg.momentum, nesterov=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total_steps, warmup))
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    ema = EMA(model, cfg.ema) if cfg.ema else None
     history: list[dict] = []
     start_epoch, start_step, trained_s = 0, 0, 0.0
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
+        if ema is not None:
+            if state.get("ema") is None:
+                raise ValueError("--resume: the checkpoint has no weight average (trained without --ema)")
+            ema.load_state_dict(state["ema"])
         start_epoch, start_step = int(state["epoch"]), int(state.get("step_in_epoch", 0))
         history = list(state.get("history", []))
         trained_s = float(state.get("train_seconds", 0.0))
@@ -389,7 +527,10 @@ def _fit(cfg, dist, dev, say, stores, t_start):
         f"{precision}, lr {lr:.3g}, on {dev}")
 
     def snapshot(epoch: int, step: int) -> dict:
-        return {"model": model.state_dict(), "optimizer": opt.state_dict(),
+        if ema is not None:
+            ema.sync_counters(model)
+        return {"model": model.state_dict(), "ema": ema.state_dict() if ema else None,
+                "optimizer": opt.state_dict(),
                 "scheduler": sched.state_dict(), "scaler": None, "epoch": epoch,
                 "step_in_epoch": step, "history": history, "train_seconds": trained_s,
                 "config": dataclasses.asdict(cfg), "classes": list(D.CLASSES),
@@ -406,6 +547,7 @@ def _fit(cfg, dist, dev, say, stores, t_start):
 
     old_handlers = ({s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
                     if _main_thread() else {})
+    writer = CheckpointWriter(cfg.out)
     check_every = 1 if dist.world == 1 else 8  # under DDP the check is a collective: not every step
     progress = Progress(cfg.progress and dist.main)
     try:
@@ -417,17 +559,23 @@ def _fit(cfg, dist, dev, say, stores, t_start):
             if stream:
                 batches = stream_batches(train_split, perm, first, steps, per_rank, cfg, dev, stream_skipped)
             else:
-                batches = memory_batches(train, perm.to(dev), first, steps, per_rank)
+                batches = memory_batches(train, perm.to(dev), first, steps, per_rank,
+                                         chunk=max(1, cfg.chunk_images // per_rank))
             gen.manual_seed(_seed_for(cfg.seed, epoch, dist.rank, first))
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.int64)
             sync(dev)
             t_epoch = time.perf_counter()
             n_seen = 0
-            for step, (images, y) in enumerate(batches, start=first):
+            def prepare(images, y):
+                return D.augment(images, cfg.img_size, gen, scale=(cfg.crop_scale, 1.0),
+                                 jitter=cfg.jitter), y
+            for step, (x, y) in enumerate(split_batches(prefetched(batches, prepare, dev), per_rank),
+                                          start=first):
                 # --8<-- [start:batch]
-                x = D.augment(images, cfg.img_size, gen, scale=(cfg.crop_scale, 1.0), jitter=cfg.jitter)
                 loss, right = train_step(net, opt, sched, x, y, criterion=criterion, amp=amp)
+                if ema is not None:
+                    ema.update(model)
                 loss_sum += loss * len(y)  # summed on the device: no waiting for the GPU here
                 correct += right
                 # --8<-- [end:batch]
@@ -439,7 +587,8 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                     sync(dev)
                     trained_s += time.perf_counter() - t_epoch
                     if dist.main:
-                        save_checkpoint(cfg.out, snapshot(epoch, step + 1))
+                        writer.submit(snapshot(epoch, step + 1))
+                        writer.close()
                     dist.barrier()
                     raise Interrupted(cfg.out, epoch, step + 1)
             sync(dev)
@@ -457,11 +606,11 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                    "images_per_s": n_seen * dist.world / epoch_s, "lr": opt.param_groups[0]["lr"],
                    "partial": first > 0}
             if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
-                ev = evaluate(model, val, cfg.eval_size, amp=amp)
+                ev = evaluate(ema.sync_counters(model) if ema else model, val, cfg.eval_size, amp=amp)
                 row.update(val_loss=ev["loss"], val_acc=ev["acc"])
             history.append(row)
             if dist.main:
-                save_checkpoint(cfg.out, snapshot(epoch + 1, 0))
+                writer.submit(snapshot(epoch + 1, 0))
                 say(f"epoch {epoch + 1:>3}/{cfg.epochs}  loss {row['train_loss']:.4f}  "
                     f"train acc {row['train_acc']:.3f}  "
                     + (f"val loss {row['val_loss']:.4f}  val acc {row['val_acc']:.3f}  "
@@ -472,11 +621,13 @@ def _fit(cfg, dist, dev, say, stores, t_start):
                 raise Interrupted(cfg.out, epoch + 1, 0)
     finally:
         progress.clear()
+        writer.close()  # the last checkpoint is complete on disk before fit() returns or raises
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
 
     # Final report.
-    final = evaluate(model, val, cfg.eval_size, amp=amp, tta=cfg.tta)
+    final_model = ema.sync_counters(model) if ema else model
+    final = evaluate(final_model, val, cfg.eval_size, amp=amp, tta=cfg.tta)
     timed = [h for h in history if not h.get("partial")]
     steady = [h["images_per_s"] for h in timed[1:]] or [h["images_per_s"] for h in timed]
     report = {
@@ -491,7 +642,7 @@ def _fit(cfg, dist, dev, say, stores, t_start):
     }
     if dist.world > 1:
         print(f"rank {dist.rank} weights sha256 {report['digest']}", flush=True)
-    report["model"] = model
+    report["model"] = final_model
     report["val_store"] = val
     return report
 
@@ -523,5 +674,5 @@ def load_for_inference(path: str, device: torch.device):
     state = load_checkpoint(path, map_location="cpu")
     cfg = state["config"]
     model = build_from_config(cfg)
-    model.load_state_dict(state["model"])
+    model.load_state_dict(state["ema"]["model"] if state.get("ema") else state["model"])
     return model.to(device, memory_format=torch.channels_last).eval(), cfg
