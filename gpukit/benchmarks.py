@@ -162,6 +162,10 @@ BENCHMARKS = {
     "matmul": ("matmul", "gpukit.kernels.matmul_bench:run"),
     "cats-vs-dogs": ("cats_vs_dogs", "gpukit.train.bench:run"),
     "cats-vs-dogs-ddp": ("cats_vs_dogs_ddp", "gpukit.train.scaling:run"),
+    "crossover": ("crossover", "gpukit.experiments.crossover:run"),
+    "gpu-anatomy": ("gpu_anatomy", "gpukit.experiments.anatomy:run"),
+    "timing-pitfalls": ("timing_pitfalls", "gpukit.experiments.pitfalls:run"),
+    "ladder": ("ladder", "gpukit.experiments.ladder:run"),
 }
 
 
@@ -243,6 +247,44 @@ def compare(a: str, b: str) -> str:
                        + table(["row", fa.name, fb.name, "B faster by"], rows))
     if not out:
         raise UserError(f"{fa.name} and {fb.name} share no comparable rows")
+    return "\n\n".join(out)
+
+
+def compare_all(root=None) -> str:
+    """Every machine's recorded results side by side: one table per benchmark, one column each.
+
+    Rows are the headline figure of each row two or more machines recorded under the same
+    name; a machine that did not record a row shows "-". The site's comparison page is this.
+    """
+    import json
+
+    from .report import table
+    root = root or bench.results_dir()
+    machines = sorted(p for p in root.iterdir() if p.is_dir())
+    files = sorted({f.name for m in machines for f in m.glob("*.json")})
+    out = []
+    for file in files:
+        have = [(m, json.loads((m / file).read_text(encoding="utf-8"))) for m in machines if (m / file).exists()]
+        if len(have) < 2:
+            continue
+        cells: dict[str, dict[str, str]] = {}
+        for m, data in have:
+            for part, block in data.items():
+                if not isinstance(block, dict) or not isinstance(block.get("rows"), list):
+                    continue
+                for r in block["rows"]:
+                    if not isinstance(r, dict) or "name" not in r or " @ " in str(r["name"]):
+                        continue  # size sweeps (name @ size) are the chapters' plots
+                    value, unit = _rate(r)
+                    if value is None:
+                        continue
+                    text = f"{value * 1e3:,.3g} ms" if unit == "s" else f"{value:,.4g} {unit}"
+                    cells.setdefault(f"{part}: {r['name']}", {})[m.name] = text
+        rows = [[name] + [per.get(m.name, "-") for m, _ in have]
+                for name, per in cells.items() if len(per) >= 2]
+        if rows:
+            heads = [f"{m.name}<br><small>{d['machine']['date'][:10]}</small>" for m, d in have]
+            out.append(f"### {file[:-5]}\n\n" + table(["row"] + heads, rows, "l" + "r" * len(have)))
     return "\n\n".join(out)
 
 

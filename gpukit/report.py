@@ -25,6 +25,10 @@ RENDERER_MODULES = [
     "gpukit.kernels.matmul_bench",
     "gpukit.train.bench",
     "gpukit.train.scaling",
+    "gpukit.experiments.crossover",
+    "gpukit.experiments.anatomy",
+    "gpukit.experiments.pitfalls",
+    "gpukit.experiments.ladder",
 ]
 
 
@@ -67,6 +71,24 @@ def fmt_time(seconds: float | None) -> str:
 
 def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def svg(fig) -> str:
+    """A matplotlib figure as inline SVG that Markdown passes through untouched.
+
+    Markdown treats a bare ``<svg>`` as inline HTML and rewrites the ``<style>`` element inside
+    it (the plot then shows as an empty box); a ``<div>`` at the start of a line is a raw HTML
+    block, kept as it is as long as it has no blank line.
+    """
+    import io
+    import re
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")  # readable in dark mode too
+    text = buf.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+    text = text.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    body = "\n".join(line for line in text.splitlines() if line.strip())
+    return f'<div class="gpukit-plot" markdown="0">\n{body}\n</div>'
 
 
 def _load_modules() -> None:

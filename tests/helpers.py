@@ -22,3 +22,22 @@ def assert_one_line_error(proc, code=2):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr
     return lines[0]
+
+
+def build_cuda_emulator(source: str, tmp_dir: str) -> str:
+    """Compile a C++ harness that runs CUDA C kernels on the CPU (AddressSanitizer on).
+
+    Skips the calling test when g++ is missing or too old for C++20's <barrier>.
+    """
+    import shutil
+
+    import pytest
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not found: the CPU emulator of the CUDA C kernels needs it")
+    exe = f"{tmp_dir}/harness"
+    try:
+        subprocess.run(["g++", "-std=c++20", "-O1", "-g", "-fsanitize=address", "-Wno-unknown-pragmas",
+                        "-pthread", source, "-o", exe], check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"this g++ cannot build the emulator (needs C++20 <barrier>): {exc.stderr[-300:]}")
+    return exe

@@ -6,10 +6,8 @@ on a GPU the same numba tests run on the device and the `gpu` tests run every CU
 kernel through CuPy.
 """
 
-import functools
 import json
 import math
-import shutil
 import subprocess
 import sys
 
@@ -20,7 +18,7 @@ from gpukit import bench, report
 from gpukit.kernels import gemm as mm
 from gpukit.kernels import matmul_bench as mb
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT
+from tests.helpers import ROOT, build_cuda_emulator
 
 SHAPES = [(1, 1, 1), (17, 33, 65), (50, 50, 50)]          # M, N, K
 GPU_SHAPES = [(1, 1, 1), (17, 33, 65), (129, 257, 63), (1000, 1000, 1000)]
@@ -173,23 +171,10 @@ sys.exit(0 if result == nvrtc.nvrtcResult.NVRTC_SUCCESS else 1)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@functools.cache
-def _emulator(tmp_dir: str) -> str:
-    exe = f"{tmp_dir}/harness"
-    subprocess.run(["g++", "-std=c++20", "-O1", "-g", "-fsanitize=address", "-Wno-unknown-pragmas",
-                    "-pthread", str(ROOT / "tests/cuda_emulator/harness.cpp"), "-o", exe],
-                   check=True, capture_output=True, text=True)
-    return exe
-
-
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not found: the CPU emulator of the CUDA C kernels needs it")
-    try:
-        return _emulator(str(tmp_path_factory.mktemp("emu")))
-    except subprocess.CalledProcessError as exc:
-        pytest.skip(f"this g++ cannot build the emulator (needs C++20 <barrier>): {exc.stderr[-300:]}")
+    return build_cuda_emulator(str(ROOT / "tests/cuda_emulator/harness.cpp"),
+                               str(tmp_path_factory.mktemp("emu")))
 
 
 EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True)]
