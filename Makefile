@@ -58,11 +58,10 @@ test: $(TEST_DEPS)
 test-gpu: $(GPU_DEPS)
 	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
 
-# Every benchmark, recorded under results/<this machine>/ (needs an NVIDIA GPU for the GPU parts).
-BENCHMARKS ?= vector-add mandelbrot matmul cats-vs-dogs
+# Every benchmark and every example, recorded under results/<this machine>/ (GPU parts need an
+# NVIDIA GPU), with a summary table at the end.
 results: $(GPU_DEPS)
-	-$(PY) -m gpukit doctor --save
-	set -e; for b in $(BENCHMARKS); do $(PY) -m gpukit bench $$b --save; done
+	$(PY) -m gpukit results
 
 clean:
 	rm -rf $(VENV) site .cache .pytest_cache

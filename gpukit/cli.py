@@ -23,6 +23,7 @@ COMMANDS = [
     "gpukit.mandel_cli",
     "gpukit.cloud.cli",
     "gpukit.train.cli",
+    "gpukit.runall",
 ]
 
 

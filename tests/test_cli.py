@@ -74,6 +74,20 @@ def test_bench_compare_two_machines(tmp_path):
     assert "| gpu: kernel A | 100 GB/s | 250 GB/s | 2.50x |" in proc.stdout
 
 
+def test_comparison_page_table_has_a_column_per_machine(tmp_path):
+    from gpukit.benchmarks import compare_all
+    _fake_results(tmp_path, "slow-gpu", 100.0)
+    _fake_results(tmp_path, "fast-gpu", 250.0)
+    _fake_results(tmp_path, "lonely-gpu", 50.0)
+    (tmp_path / "lonely-gpu" / "demo.json").rename(tmp_path / "lonely-gpu" / "other.json")
+    text = compare_all(tmp_path)
+    assert text.startswith("### demo")
+    assert "other" not in text  # recorded by one machine only: nothing to compare
+    header, _, row = text.splitlines()[2:5]
+    assert header.index("fast-gpu") < header.index("slow-gpu")
+    assert row == "| gpu: kernel A | 250 GB/s | 100 GB/s |"
+
+
 @pytest.mark.parametrize("args, needle", [
     (["compare", "only-one"], "two results folders"),
     (["compare", "no-such-a", "no-such-b"], "no results folder"),

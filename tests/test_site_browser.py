@@ -98,6 +98,7 @@ def test_every_page_loads_cleanly_offline(site, browser):
         errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png")
         broken = page.evaluate("""() => Array.from(document.images)
             .filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt || i.src.slice(0, 60))""")
+        blank = _blank_plots(page)
         code_blocks = page.locator("pre > code").count()
         copy_buttons = page.locator("button[data-md-type='copy'], .md-clipboard").count()
         h1 = page.locator("article h1").count()
@@ -109,6 +110,8 @@ def test_every_page_loads_cleanly_offline(site, browser):
             problems.append(f"{path}: failed requests {failed[:3]}")
         if broken:
             problems.append(f"{path}: images that did not load {broken[:3]}")
+        if blank:
+            problems.append(f"{path}: plots that draw nothing: {blank}")
         if code_blocks and not copy_buttons:
             problems.append(f"{path}: {code_blocks} code blocks but no copy button")
         if not h1:
@@ -116,6 +119,26 @@ def test_every_page_loads_cleanly_offline(site, browser):
         page.context.close()
     assert not problems, "\n".join(problems)
     assert len(list(shots.glob("*.png"))) >= len(all_pages)
+
+
+def _blank_plots(page) -> list[int]:
+    """Indexes of the page's plots (inline SVG figures) whose pixels are all one colour."""
+    import io
+
+    from PIL import Image
+    blank = []
+    plots = page.locator("article svg")
+    for i in range(plots.count()):
+        plot = plots.nth(i)
+        box = plot.bounding_box()
+        if not box or box["width"] < 150 or box["height"] < 100:
+            continue  # an icon, not a plot
+        plot.scroll_into_view_if_needed()
+        image = Image.open(io.BytesIO(plot.screenshot())).convert("L")
+        low, high = image.getextrema()
+        if high - low < 20:
+            blank.append(i)
+    return blank
 
 
 @pytest.mark.parametrize("word", ["kernel", "bandwidth"])
@@ -144,14 +167,15 @@ def test_dark_light_toggle(site, browser):
 
 def test_example_pages_offer_the_script_for_download(site, browser):
     site_dir, base = site
-    examples = [p for p in pages(site_dir) if p.startswith("examples/")]
+    examples = [p for p in pages(site_dir) if p.startswith(("examples/", "executed/"))]
     assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
     for path in examples:
         _, _, _, page = visit(browser, base + path)
         link = page.locator("a[download]")
         assert link.count() == 1, path
         href = link.get_attribute("href")
-        response = page.request.get(base.rstrip("/") + href)
+        from urllib.parse import urljoin
+        response = page.request.get(urljoin(page.url, href))
         assert response.ok, (path, href)
         script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
         assert response.text() == script  # the very file the tests run

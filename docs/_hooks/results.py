@@ -2,9 +2,11 @@
 (and ``<!-- data:NAME:VIEW -->`` with one from gpukit's data files).
 
 A page that asks for results nobody recorded fails the build, so no chapter
-can show a number that has no results file behind it.
+can show a number that has no results file behind it. (``GPUKIT_DRAFT=1`` shows a
+warning box instead, for drafting a chapter before its GPU run; CI never sets it.)
 """
 
+import os
 import re
 
 from mkdocs.exceptions import PluginError
@@ -13,6 +15,7 @@ from gpukit import report
 
 PATTERN = re.compile(r"<!--\s*(results|data):([\w-]+):([\w-]+)\s*-->")
 LINKS = re.compile(r"<!--\s*links:all\s*-->")
+COMPARE = re.compile(r"<!--\s*compare:all\s*-->")
 URL = re.compile(r"https?://[^\s)\]>\"'`|]+")
 
 
@@ -24,12 +27,32 @@ def on_page_markdown(markdown, page, config, files):
                 return report.render_data(name, view)
             return report.render(name, view)
         except report.MissingResults as exc:
+            if os.environ.get("GPUKIT_DRAFT") == "1":  # writing a chapter before its GPU run
+                return f'!!! warning "Not measured yet"\n    {exc}\n'
             raise PluginError(f"{page.file.src_uri}: {exc}") from None
 
     markdown = PATTERN.sub(substitute, markdown)
+    if COMPARE.search(markdown):
+        from gpukit.benchmarks import compare_all
+        markdown = COMPARE.sub(lambda m: compare_all() or "(no benchmark was recorded on two machines)", markdown)
     if LINKS.search(markdown):
         markdown = LINKS.sub(lambda m: external_links(config, page.file.src_uri), markdown)
     return markdown
+
+
+def on_files(files, config):
+    """An example with a stored GPU run is shown as that executed notebook (executed/NAME.ipynb);
+    its script stays a plain file beside it, for the download button, not a second page."""
+    from mkdocs.structure.files import File
+
+    executed = {f.src_uri.split("/")[-1][:-6] for f in files if f.src_uri.startswith("executed/")
+                and f.src_uri.endswith(".ipynb")}
+    for f in list(files):
+        name = f.src_uri.split("/")[-1][:-3]
+        if f.src_uri.startswith("examples/") and f.src_uri.endswith(".py") and name in executed:
+            files.remove(f)
+            files.append(File(f.src_uri, config["docs_dir"], config["site_dir"], config["use_directory_urls"]))
+    return files
 
 
 def external_links(config, this_page: str) -> str:
