@@ -379,11 +379,12 @@ def stream_batches(split: D.Split, order: torch.Tensor, first: int, steps: int, 
 
 # --8<-- [start:prefetch]
 def prefetched(batches, prepare, dev: torch.device):
-    """``prepare(images, labels)`` for each batch, one batch ahead on a second CUDA stream.
+    """``prepare(images, labels)`` for each item (a batch or a chunk of batches), one item
+    ahead on a second CUDA stream.
 
-    While the GPU runs training step k on the default stream, the gather and augmentation
-    of batch k + 1 run on a side stream, filling the gaps between the step's kernels. On
-    the CPU this is a plain loop.
+    While the GPU runs the training steps of item k on the default stream, the gather and
+    augmentation of item k + 1 run on a side stream, in the gaps between the steps' kernels.
+    On the CPU this is a plain loop.
     """
     if dev.type != "cuda":
         for images, labels in batches:
