@@ -78,12 +78,17 @@ def svg(fig) -> str:
 
     Markdown treats a bare ``<svg>`` as inline HTML and rewrites the ``<style>`` element inside
     it (the plot then shows as an empty box); a ``<div>`` at the start of a line is a raw HTML
-    block, kept as it is as long as it has no blank line.
+    block, kept as it is as long as it has no blank line. The figure is closed.
     """
     import io
     import re
+
+    import matplotlib.pyplot as plt
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")  # readable in dark mode too
+    try:
+        fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")  # readable in dark mode too
+    finally:
+        plt.close(fig)  # the figure is done with: free it
     text = buf.getvalue()
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
     text = text.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)

@@ -974,10 +974,7 @@ def _register() -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7.5, loc="lower right", ncol=2)
         ax.set_title(f"Streaming read of float32 data, {_gpu_title(data)}", fontsize=10)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "occupancy-table")
     def occupancy_table(slug: str, data: dict) -> str:
@@ -1062,10 +1059,7 @@ def _register() -> None:
         where = data["machine"]["gpu"]["name"] if data["machine"].get("gpu") else data["host"]["facts"]["model"]
         fig.suptitle(f"Copy out[i] = x[i * stride], float32, {where}, {data['machine']['date'][:10]}",
                      fontsize=10)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "strided-traffic")
     def strided_traffic(slug: str, data: dict) -> str:
@@ -1137,10 +1131,7 @@ def _register() -> None:
         ax.legend(fontsize=8)
         ax.set_title(f"{p['n']:,} threads x {p['iters']:,} multiply-adds each, {_gpu_title(data)}",
                      fontsize=10)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "launch")
     def launch_table(slug: str, data: dict) -> str:

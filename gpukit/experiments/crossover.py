@@ -653,10 +653,7 @@ def plot_svg(data: dict, work: str) -> str:
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
         ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
 
 def _at(part: dict, backend: str, size: int | None = None) -> dict | None:

@@ -702,10 +702,7 @@ def _register() -> None:
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
         ax.set_title(f"softmax(scale * x + bias) per row on {_where(data)}, {data['machine']['date'][:10]}",
                      fontsize=10)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "summary")
     def summary(slug: str, data: dict) -> str:

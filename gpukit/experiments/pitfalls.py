@@ -1186,10 +1186,7 @@ def _register() -> None:
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=8)
         fig.suptitle(f"Single SAXPY runs, {_where(data)}", y=1.02)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "cache_plot")
     def cache_plot(slug: str, data: dict) -> str:
@@ -1226,10 +1223,7 @@ def _register() -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8, loc="lower right" if p.get("device") != "cpu" else "upper right")
         ax.set_title(f"SAXPY bandwidth vs working set, {_where(data)}", fontsize=10)
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+        return _svg(fig)
 
     @report.renderer(NAME, "cache_facts")
     def cache_facts(slug: str, data: dict) -> str:

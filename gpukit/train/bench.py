@@ -627,10 +627,7 @@ def _curves(slug: str, data: dict) -> str:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Cats vs dogs from scratch, seed 0, on {_gpu_name(data)}, "
                  f"{data['machine']['date'][:10]}")
-    try:
-        return _svg(fig)
-    finally:
-        plt.close(fig)
+    return _svg(fig)
 
 
 @report.renderer(NAME, "grid")
