@@ -29,26 +29,45 @@ def to_host(a) -> np.ndarray:
     return np.asarray(a)
 
 
-def max_rel_err(got, ref) -> float:
-    """max |got - ref| / max(|ref|, tiny), computed in float64 on the host."""
-    got = to_host(got).astype(np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
+#: elements compared per step: float64 temporaries of a few MiB stay in the CPU caches, where a
+#: whole-array expression on 2**28 elements allocates gigabytes and spends seconds in page faults
+CHUNK = 1 << 20
+
+
+def _scan(got: np.ndarray, ref: np.ndarray) -> tuple[float, int]:
+    """(max relative error, number of NaN/inf elements in ``got``); the error is NaN if any."""
     if got.shape != ref.shape:
         raise Mismatch(f"shape {got.shape} != reference shape {ref.shape}")
-    if got.size == 0:
-        return 0.0
-    return float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), np.finfo(np.float64).tiny)))
+    g_all, r_all = got.reshape(-1), ref.reshape(-1)
+    tiny = np.finfo(np.float64).tiny
+    worst, bad = 0.0, 0
+    for i in range(0, g_all.size, CHUNK):
+        g = g_all[i:i + CHUNK].astype(np.float64)
+        finite = np.isfinite(g)
+        if not finite.all():
+            bad += int(g.size - np.count_nonzero(finite))
+        if bad:
+            continue                     # only counting from here on
+        r = r_all[i:i + CHUNK].astype(np.float64, copy=False)
+        d = np.abs(g - r)
+        d /= np.maximum(np.abs(r), tiny)
+        worst = max(worst, float(d.max()))
+    return (float("nan") if bad else worst), bad
+
+
+def max_rel_err(got, ref) -> float:
+    """max |got - ref| / max(|ref|, tiny), computed in float64 on the host (NaN if got has NaN)."""
+    return _scan(to_host(got), to_host(ref))[0]
 
 
 def check_close(got, ref, *, rtol: float | None = None, dtype: str = "float32",
                 what: str = "result") -> float:
     """Raise :class:`Mismatch` unless ``got`` is finite and within ``rtol`` of ``ref``."""
     host = to_host(got)
-    if host.dtype.kind == "f" and not np.all(np.isfinite(host)):
-        bad = int(np.count_nonzero(~np.isfinite(host)))
+    err, bad = _scan(host, to_host(ref))
+    if bad:
         raise Mismatch(f"{what}: {bad} of {host.size} elements are NaN or inf "
                        "(never written, or computed wrongly)")
-    err = max_rel_err(host, ref)
     bound = RTOL[dtype] if rtol is None else rtol
     if err > bound:
         raise Mismatch(f"{what}: max relative error {err:.3g} exceeds {bound:g}")

@@ -3,6 +3,7 @@
 import json
 import time
 
+import numpy as np
 import pytest
 
 from gpukit import bench, device
@@ -122,3 +123,27 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
         atomic_write(target, broken)
     assert target.read_text() == "first"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+@pytest.mark.parametrize("shape", [(3 * 1000 + 7,), (40, 77)])
+def test_check_close_scans_in_chunks_and_misses_nothing(monkeypatch, shape):
+    """The chunked scan finds a NaN or a bad value in the last chunk and counts every NaN."""
+    from gpukit import verify
+    monkeypatch.setattr(verify, "CHUNK", 1000)      # several chunks, the last one partial
+    rng = np.random.default_rng(0)
+    ref = rng.random(shape) + 0.5
+    got = ref.astype(np.float32)
+    assert 0 < verify.check_close(got, ref) < 1e-7
+    flat = got.reshape(-1)
+    bad = got.copy()
+    bad.reshape(-1)[[5, 1500, flat.size - 1]] = np.nan     # first, middle and last chunk
+    with pytest.raises(verify.Mismatch, match=f"3 of {flat.size} elements are NaN"):
+        verify.check_close(bad, ref)
+    assert np.isnan(verify.max_rel_err(bad, ref))
+    off = got.copy()
+    off.reshape(-1)[-1] *= 1.001                           # one wrong value, in the last chunk
+    with pytest.raises(verify.Mismatch, match="max relative error 0.001 exceeds 1e-06"):
+        verify.check_close(off, ref)
+    assert verify.max_rel_err(off, ref) == pytest.approx(1e-3, rel=1e-3)
+    with pytest.raises(verify.Mismatch, match="shape"):
+        verify.check_close(got[..., :-1], ref)
