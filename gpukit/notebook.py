@@ -186,9 +186,10 @@ def run_all(names: list[str] | None = None, out_dir: Path | None = None, *, log=
         if proc.returncode != 0:
             error = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             rows.append({"name": script.stem, "ok": False, "seconds": seconds, "error": error})
-            log(f"    FAILED: {error}")
+            log(f"    FAILED ({seconds:.0f} s): {error}")
             continue
         rows.append({"name": script.stem, "ok": True, "seconds": seconds, "path": str(target)})
+        log(f"    ok ({seconds:.0f} s)")
     return rows
 
 

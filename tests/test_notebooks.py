@@ -124,3 +124,35 @@ def test_results_command_rejects_unknown_names():
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "gpukit results: error: unknown benchmark or example: no-such-thing"
+
+
+
+def test_results_command_runs_examples_first_and_budgets_training(monkeypatch, tmp_path, capsys):
+    """The examples run before the benchmarks; the training benchmark gets its time budget."""
+    import argparse
+
+    from gpukit import notebook as nbmod
+    from gpukit import runall
+    monkeypatch.setenv("GPUKIT_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv("GPUKIT_BENCH_BUDGET_S", raising=False)
+    calls = []
+
+    def fake_step(cmd, env=None):
+        calls.append((cmd[3:], (env or {}).get("GPUKIT_BENCH_BUDGET_S")))
+        return True, 0.0, ""
+
+    def fake_examples(names, log=print):
+        calls.append((["examples", *names], None))
+        return [{"name": n, "ok": n != "vector_add", "seconds": 1.0, "error": "AssertionError: x"}
+                for n in names]
+    monkeypatch.setattr(runall, "_step", fake_step)
+    monkeypatch.setattr(nbmod, "run_all", fake_examples)
+    args = argparse.Namespace(only=["matmul", "cats-vs-dogs", "vector_add"], no_examples=False,
+                              no_benchmarks=False)
+    assert runall._main(args) == 1          # the failed example fails the run
+    assert calls == [(["examples", "matmul", "vector_add"], None),
+                     (["bench", "matmul", "--save"], None),
+                     (["bench", "cats-vs-dogs", "--save"], str(runall.BUDGETS["cats-vs-dogs"]))]
+    summary = capsys.readouterr().out.split("| step")[1]
+    assert "example vector_add | FAILED" in summary and "bench cats-vs-dogs | ok" in summary
+    assert not list(tmp_path.rglob("results_run.json"))   # a partial run records no run time

@@ -351,10 +351,10 @@ def crossover(rows: list[dict], gpu_backend: str) -> int | None:
 # ------------------------------------------------------------------ measuring
 
 def _repeats(t_est: float, repeat: int, floor: int = 3) -> tuple[int, int]:
-    """(warmup, repeat) so that one (backend, size) costs about half a second at most."""
+    """(warmup, repeat) so that one (backend, size) costs about 0.3 s at most."""
     if t_est > 0.2:
         return 0, floor
-    return (1 if t_est > 0.02 else 3), max(floor, min(repeat, int(0.5 / max(t_est, 1e-7))))
+    return (1 if t_est > 0.02 else 3), max(floor, min(repeat, int(0.3 / max(t_est, 1e-7))))
 
 
 def _cpu_rss_limit() -> int:

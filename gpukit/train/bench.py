@@ -390,8 +390,9 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     """Everything the chapter shows. ``n`` = number of seeds (default 3).
 
     ``overrides`` changes the training recipe, e.g. ``{"epochs": 300, "width": 48}``.
-    ``GPUKIT_BENCH_BUDGET_S`` in the environment replaces ``budget_s`` (the variants and
-    torch.compile start only while enough of it is left).
+    ``GPUKIT_BENCH_BUDGET_S`` in the environment replaces ``budget_s``: the seeds after the
+    first, the variants and torch.compile start only while enough of it is left (the seeds
+    unless ``n`` asks for them).
     """
     budget_s = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", budget_s))
     from . import data as D
@@ -414,6 +415,11 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     # 1. Training from scratch, several seeds, wall time including data loading.
     runs, first = [], None
     for seed in range(seeds):
+        # another seed only if it fits in half the budget, or the caller asked for n seeds
+        if runs and not n and time.perf_counter() - t_run + runs[-1]["wall_s"] > 0.5 * budget_s:
+            print(f"  seeds {seed}..{seeds - 1} left out: the time budget ({budget_s:.0f} s) is spent",
+                  flush=True)
+            break
         cfg = TrainConfig(**{**base.__dict__, "seed": seed,
                              "out": str(out_dir / f"gpukit_cvd_seed{seed}_{os.getpid()}.pt")})
         print(f"  training seed {seed} ...", flush=True)
