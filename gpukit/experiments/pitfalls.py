@@ -276,7 +276,7 @@ def part_nosync(n: int, repeat: int, peak_gbs: float | None) -> dict:
     rows = nosync_rows(lambda: torch_saxpy(tx, ty, tout), torch.cuda.synchronize, "torch",
                        nbytes, "torch", repeat)
     err = check_saxpy(tout, x, y, what="torch saxpy")
-    del tx, ty, tout
+    tx = ty = tout = None      # free the memory (the closure above holds the names)
     torch.cuda.empty_cache()
     cx, cy = cupy.asarray(x), cupy.asarray(y)
     cout = cupy.full_like(cx, cupy.nan)
@@ -284,7 +284,7 @@ def part_nosync(n: int, repeat: int, peak_gbs: float | None) -> dict:
     rows += nosync_rows(lambda: k(np.float32(A), cx, cy, cout), cupy.cuda.Device().synchronize,
                         "cupy", nbytes, "CuPy", repeat)
     err = max(err, check_saxpy(cout, x, y, what="CuPy saxpy"))
-    del cx, cy, cout
+    cx = cy = cout = None
     cupy.get_default_memory_pool().free_all_blocks()
     if peak_gbs:
         for r in rows:
@@ -442,7 +442,7 @@ def part_transfers(n: int, repeat: int) -> dict:
                     warmup=1, repeat=5, bytes=nbytes)
     err = max(err, check_saxpy(pout, x, y, what="pinned end to end"))
     rows.append({"question": "answer", **t.to_dict()})
-    del dx, dy, dout, px, py, pout
+    dx = dy = dout = px = py = pout = None  # free the memory before the CPU part
     torch.cuda.empty_cache()
     k = numba_cpu_kernel()
     cpu_out = np.full_like(x, np.nan)
@@ -602,7 +602,7 @@ def part_cache_gpu(max_bytes: int, l2_bytes: int | None, peak_gbs: float | None)
             t, method = bench.bench(fn, timer="torch", repeat=50).median_s, "events per call"
         rows.append({"name": f"{ws / 2**20:g} MiB", "working_set_bytes": ws, "n_elements": m,
                      "median_s": t, "gbs": implied_gbs(12 * m, t), "method": method})
-        del x, y, out
+        x = y = out = None  # free the memory (the lambda above holds the names)
     torch.cuda.empty_cache()
 
     # An array that fits in L2, timed hot (back to back) and cold (L2 flushed before each run).
@@ -626,7 +626,7 @@ def part_cache_gpu(max_bytes: int, l2_bytes: int | None, peak_gbs: float | None)
         hot_cold.append({"working_set_bytes": ws, "n_elements": m, "hot_s": hot, "cold_s": cold,
                          "hot_method": hot_method,
                          "hot_gbs": implied_gbs(12 * m, hot), "cold_gbs": implied_gbs(12 * m, cold)})
-        del x, y, out
+        x = y = out = None  # free the memory (the lambda above holds the names)
     del flush
     torch.cuda.empty_cache()
     if peak_gbs:
@@ -690,7 +690,7 @@ def part_zeros(size: int = 8192, repeat: int = 30) -> dict:
         t = bench.bench(fn, timer="torch", name=label, warmup=5, repeat=repeat, flops=flops)
         row = {"name": label, **t.to_dict(), **_power_while(fn, t.median_s)}
         rows.append(row)
-        del a, b, c
+        a = b = c = None
     torch.cuda.empty_cache()
     base = statistics.mean([rows[0]["median_s"], rows[2]["median_s"]])
     for r in rows:
@@ -855,7 +855,7 @@ def part_right_way(n: int, repeat: int) -> dict:
         profiler = torch_profile(tfn)
     attempt("torch.profiler", torch_prof)
     err = max(err, check_saxpy(tout, x, y, what="torch after tools"))
-    del cx, cy, cout, tx, ty, tout
+    cx = cy = cout = tx = ty = tout = None
     cupy.get_default_memory_pool().free_all_blocks()
     torch.cuda.empty_cache()
     return {"n": n, "bytes": nbytes, "max_rel_err": err, "rows": rows, "errors": errors,

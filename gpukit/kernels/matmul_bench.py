@@ -308,7 +308,7 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(entry)
-        del a, b, ref, scale, out
+        a = b = ref = scale = out = None  # free the memory before the next size
         cupy.get_default_memory_pool().free_all_blocks()
     for r in rows:
         base = next((x for x in rows if x["n"] == r["n"] and x.get("name") == "cublas"), None)
