@@ -179,4 +179,8 @@ def test_example_pages_offer_the_script_for_download(site, browser):
         assert response.ok, (path, href)
         script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
         assert response.text() == script  # the very file the tests run
+        # the snippet markers (for the chapters' includes) are not shown, nor copied
+        html = (site_dir / path / "index.html").read_text(encoding="utf-8")
+        assert "--8<--" in script and "--8&lt;--" not in html, path
+        assert "import" in page.locator("article").inner_text(), path
         page.context.close()

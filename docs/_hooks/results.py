@@ -40,6 +40,20 @@ def on_page_markdown(markdown, page, config, files):
     return markdown
 
 
+# A snippet marker line (``# --8<-- [start:name]``) in a notebook page's code: highlighted (in
+# spans, maybe indented) or as the plain text the copy button copies.
+MARKER_HTML = re.compile(r'(?:<span class="w">[ \t]*</span>|[ \t])*<span class="c1">#[ \t]*--8&lt;--'
+                         r'[ \t]*\[(?:start|end):[\w-]+\][ \t]*</span>\n?')
+MARKER_TEXT = re.compile(r"(?m)(?:^|(?<=>))[ \t]*#[ \t]*--8&lt;--[ \t]*\[(?:start|end):[\w-]+\][ \t]*\n?")
+
+
+def on_page_content(html, page, config, files):
+    """Example pages: drop the snippet markers, which only tell the chapters what to include."""
+    if page.file.src_uri.startswith(("executed/", "examples/")):
+        html = MARKER_TEXT.sub("", MARKER_HTML.sub("", html))
+    return html
+
+
 def on_files(files, config):
     """An example with a stored GPU run is shown as that executed notebook (executed/NAME.ipynb);
     its script stays a plain file beside it, for the download button, not a second page."""
