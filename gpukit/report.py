@@ -73,6 +73,13 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def fmt_ratio(value: float | None, digits: int = 1) -> str:
+    """A speed ratio such as ``5.1x``; below 1, two significant digits (``0.049x``, not ``0.0x``)."""
+    if value is not None and 0 < value < 1:
+        return f"{value:.2g}x"
+    return fmt_num(value, digits) + "x"
+
+
 def svg(fig) -> str:
     """A matplotlib figure as inline SVG that Markdown passes through untouched.
 

@@ -21,7 +21,7 @@ DEFAULT = ["vector-add", "mandelbrot", "matmul", "crossover", "gpu-anatomy", "ti
 
 #: time budgets (s) given to benchmarks that adapt to one (``GPUKIT_BENCH_BUDGET_S``): within
 #: ``gpukit results`` the training benchmark trains one seed and leaves out the recipe variants
-#: and torch.compile, so that the whole command takes about ten minutes on an H200;
+#: and torch.compile, to shorten the whole command;
 #: ``gpukit bench cats-vs-dogs --save`` alone trains three seeds and the variants
 BUDGETS = {"cats-vs-dogs": 70}
 

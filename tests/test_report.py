@@ -56,3 +56,9 @@ def data_markers():
 def test_every_docs_data_marker_renders(page, name, view):
     md = report.render_data(name, view)
     assert "|" in md or "<figure" in md or "```" in md  # a table, figures or a code block
+
+
+def test_fmt_ratio_keeps_small_ratios_readable():
+    from gpukit.report import fmt_ratio
+    assert fmt_ratio(5.123) == "5.1x" and fmt_ratio(1234.5, 0) == "1,234x"
+    assert fmt_ratio(0.0487) == "0.049x" and fmt_ratio(0.2, 2) == "0.2x"

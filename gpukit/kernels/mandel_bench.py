@@ -225,13 +225,7 @@ def _label(r: dict) -> str:
 
 def _register() -> None:
     from gpukit import report
-    from gpukit.report import fmt_num, fmt_time, table
-
-    def _times(v, digits):
-        """A speed ratio; below 1, two significant digits (0.05x, not 0.0x)."""
-        if v is not None and 0 < v < 1:
-            return f"{v:.2g}x"
-        return fmt_num(v, digits) + "x"
+    from gpukit.report import fmt_num, fmt_ratio, fmt_time, table
 
     @report.renderer("mandelbrot", "table")
     def speed(slug: str, data: dict) -> str:
@@ -245,8 +239,8 @@ def _register() -> None:
                 continue
             size = f"{int(r['pixels'] ** 0.5)}²"
             rows.append([_label(r), size, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
-                         fmt_num(r["mpixels_per_s"], 1), _times(r.get("vs_1core"), 1),
-                         _times(r.get("vs_all_cores"), 2),
+                         fmt_num(r["mpixels_per_s"], 1), fmt_ratio(r.get("vs_1core"), 1),
+                         fmt_ratio(r.get("vs_all_cores"), 2),
                          "identical" if r["differing_pixels"] == 0 else f"{r['differing_pixels']} differ"])
         m = data["machine"]
         where = m["gpu"]["name"] + " + " if m.get("gpu") else ""
