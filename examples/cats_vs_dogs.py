@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from gpukit import device
-from gpukit.train import data as D
-from gpukit.train.bench import default_data_dir
-from gpukit.train.loop import TrainConfig, autocast, fit, load_for_inference, predict_logits
+from gpukit.cats_vs_dogs import data as D
+from gpukit.cats_vs_dogs.measure import default_data_dir
+from gpukit.cats_vs_dogs.loop import TrainConfig, autocast, fit, load_for_inference, predict_logits
 # --8<-- [end:setup]
 
 GPU = torch.cuda.is_available()

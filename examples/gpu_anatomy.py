@@ -2,7 +2,7 @@
 # # What a GPU is made of: query it, then watch three of its rules at work
 #
 # This script prints the GPU's device query next to the same facts for the host CPU, then runs
-# three kernels of `gpukit.experiments.anatomy` and checks every output: a streaming read
+# three kernels of `gpukit.gpu_anatomy.measure` and checks every output: a streaming read
 # (bandwidth needs many warps), a strided copy (neighbouring threads should touch neighbouring
 # addresses) and a kernel whose warps take several paths (divergence). On a GPU each kernel is
 # timed with CUDA events; without one, the kernels run on numba's CUDA simulator at small sizes
@@ -27,7 +27,7 @@ SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is importe
 from numba import cuda  # noqa: E402
 
 from gpukit import bench  # noqa: E402
-from gpukit.experiments import anatomy  # noqa: E402
+from gpukit.gpu_anatomy import measure as anatomy  # noqa: E402
 # --8<-- [end:setup]
 
 

@@ -2,7 +2,7 @@
 # # One softmax, every level of the stack
 #
 # This script computes `y = softmax(scale * x + bias)` over each row of a float32 matrix with
-# every implementation in `gpukit.experiments.ladder` that this machine can run: PyTorch,
+# every implementation in `gpukit.ladder.measure` that this machine can run: PyTorch,
 # CuPy array code, CuPy's kernel templates, a numba.cuda kernel, CUDA C and Triton. Each result
 # is checked against a float64 NumPy reference (outputs that a kernel writes into are filled
 # with NaN first), then timed: the first call (which compiles) apart from the steady state.
@@ -29,8 +29,8 @@ SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is importe
 if SIMULATED:
     os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton runs on the CPU, before its import
 
-from gpukit import bench
-from gpukit.experiments import ladder
+from gpukit import results
+from gpukit.ladder import measure as ladder
 
 # --8<-- [end:setup]
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"example": "ladder", "rows": args.rows, "cols": args.cols, "simulated": SIMULATED,
                        "machine": device.machine_record(), "results": rows, "skipped": skipped},
-                      fh, indent=1, default=bench._json_default)
+                      fh, indent=1, default=results._json_default)
     return 0
 
 

@@ -24,7 +24,7 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.kernels import mandel  # noqa: E402
+from gpukit.mandelbrot import kernels as mandel  # noqa: E402
 # --8<-- [end:setup]
 
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['median_s'] * 1e3:>10.3f} ms{r['mpixels_per_s']:>11.1f}")
     print("every backend's counts equal the float64 reference")
     if args.png:
-        from gpukit.mandel_cli import write_png
+        from gpukit.mandelbrot.cli import write_png
         counts = mandel.mandelbrot(args.size, args.size, max_iter=args.max_iter, backend="numba-cpu")
         write_png(mandel.colorize(counts, args.max_iter), args.png)
     if args.json:

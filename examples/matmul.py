@@ -3,7 +3,7 @@
 #
 # This script multiplies two float32 matrices with every kernel of
 # `gpukit.kernels.matmul` (numba kernels, then CUDA C kernels compiled by CuPy;
-# the code is in `gpukit/kernels/gemm.py` and `matmul.cu`), checks each result
+# the code is in `gpukit/matmul/kernels.py` and `matmul.cu`), checks each result
 # against a float64 reference, and times each kernel with CUDA events next to
 # cuBLAS. On a machine without an NVIDIA GPU the numba
 # kernels run on numba's CUDA simulator at a small size, and the CUDA C kernels
@@ -26,8 +26,8 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.kernels import gemm as mm  # noqa: E402
-from gpukit.kernels.matmul_bench import check_matmul  # noqa: E402
+from gpukit.matmul import kernels as mm  # noqa: E402
+from gpukit.matmul.measure import check_matmul  # noqa: E402
 # --8<-- [end:setup]
 
 

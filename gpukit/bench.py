@@ -9,21 +9,18 @@ The rules this module enforces:
   with min and max;
 * a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
   same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
-* every saved number carries a **machine record** (GPU, driver, versions, CPU, date).
+* every saved number carries a **machine record** (GPU, driver, versions, CPU, date):
+  :mod:`gpukit.results` writes it.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from . import device
-from .files import atomic_write
 
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
@@ -216,42 +213,3 @@ def matmul_ceiling(n: int = 8192, dtype: str = "float32", timer: str = "torch") 
                      name=f"library matmul {dtype}", warmup=3, repeat=10, flops=2.0 * n**3)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
-
-
-# ---------------------------------------------------------------- results files
-
-def results_dir() -> Path:
-    """Where results live: $GPUKIT_RESULTS_DIR, else the project's ``results/``."""
-    env = os.environ.get("GPUKIT_RESULTS_DIR")
-    if env:
-        return Path(env)
-    project = Path(__file__).resolve().parents[1]
-    if (project / "pyproject.toml").exists():
-        return project / "results"
-    return Path.cwd() / "results"
-
-
-def save(name: str, data: dict, *, root: Path | None = None, machine: dict | None = None) -> Path:
-    """Write ``data`` with a machine record to ``results/<slug>/<name>.json`` atomically."""
-    machine = machine or device.machine_record()
-    path = Path(root or results_dir()) / machine["slug"] / f"{name}.json"
-    text = json.dumps({"benchmark": name, "machine": machine, **data}, indent=1,
-                      default=_json_default) + "\n"
-    return atomic_write(path, lambda fh: fh.write(text))
-
-
-def load(name: str, *, root: Path | None = None) -> dict[str, dict]:
-    """All recorded ``<name>.json`` files, keyed by machine slug."""
-    root = Path(root or results_dir())
-    found = {}
-    for path in sorted(root.glob(f"*/{name}.json")):
-        found[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
-    return found
-
-
-def _json_default(obj):
-    if isinstance(obj, Timing):
-        return obj.to_dict()
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    raise TypeError(f"cannot store {type(obj).__name__} in a results file")

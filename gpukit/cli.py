@@ -16,15 +16,15 @@ import importlib
 import os
 import sys
 
-#: module path of each sub-command, in the order ``--help`` lists them
-COMMANDS = [
-    "gpukit.doctor",
-    "gpukit.benchmarks",
-    "gpukit.mandel_cli",
-    "gpukit.cloud.cli",
-    "gpukit.train.cli",
-    "gpukit.runall",
-]
+#: the core's sub-commands; each chapter with a ``cli`` module (``gpukit.<slug>.cli``, from
+#: :data:`gpukit.results.CHAPTERS`) adds its own after these
+COMMANDS = ["gpukit.doctor", "gpukit.record"]
+
+
+def command_modules() -> list[str]:
+    """Module path of each sub-command, in the order ``--help`` lists them."""
+    from .results import CHAPTERS
+    return COMMANDS + [f"{c.package}.cli" for c in CHAPTERS]
 
 
 class UserError(Exception):
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpukit", description="The GPU Survival Kit's command-line tools.")
     parser.add_argument("--version", action="version", version=f"gpukit {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS:
+    for module in command_modules():
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -119,6 +119,15 @@ def use_simulator_if_no_gpu() -> bool:
     return True
 
 
+@functools.cache
+def sm_count() -> int:
+    """Multiprocessors of the current GPU (1 on the numba simulator)."""
+    if simulator_enabled():
+        return 1
+    from numba import cuda
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
 def slugify(text: str) -> str:
     """'NVIDIA H200' -> 'nvidia-h200'."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"

@@ -11,7 +11,8 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 
-from . import device
+from . import device, pages
+from .pages import machine_title
 
 OK, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 
@@ -240,11 +241,28 @@ def _main(args) -> int:
     text = report(ok, checks)
     data = {"ok": ok, "checks": [asdict(c) for c in checks], "report": text}
     if args.save:
-        from . import bench
-        bench.save("doctor", {**data, "commands": command_outputs()})
+        from . import results
+        results.save("doctor", {**data, "commands": command_outputs()})
     if args.json:
         json.dump({**data, "machine": device.machine_record()}, sys.stdout, indent=1)
         print()
     else:
         print(text)
     return 0 if ok else 1
+
+
+# ----------------------------------------------------------------- page views
+
+@pages.renderer("doctor", "report")
+def _doctor(slug: str, data: dict) -> str:
+    title = machine_title(data, cores=False)
+    return f"**{title}**: `gpukit doctor` exited {0 if data['ok'] else 1}\n\n```text\n{data['report']}\n```"
+
+
+@pages.renderer("doctor", "commands")
+def _doctor_commands(slug: str, data: dict) -> str:
+    title = machine_title(data, cores=False)
+    blocks = [f"**{title}**"]
+    for cmd, text in data["commands"].items():
+        blocks.append(f"```console\n$ {cmd}\n{text}\n```")
+    return "\n\n".join(blocks)

@@ -22,8 +22,8 @@ import types
 from pathlib import Path
 
 from . import device
+from .results import PROJECT
 
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 class ExampleFailed(RuntimeError):
@@ -154,7 +154,7 @@ def stale(notebook: dict, script: Path) -> str | None:
 
 
 def notebooks_dir(slug: str | None = None) -> Path:
-    from .bench import results_dir
+    from .results import results_dir
     return results_dir() / (slug or device.gpu_slug()) / "notebooks"
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import to_host  # noqa: F401  (re-exported: verify.to_host)
+
 #: relative error bounds for elementwise work in each dtype (a few ulps)
 RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 1e-6, "float64": 1e-14}
 
@@ -18,15 +20,6 @@ class Mismatch(AssertionError):
     """A result that does not match its reference."""
 
 
-def to_host(a) -> np.ndarray:
-    """A NumPy copy of a NumPy, CuPy, torch or numba array."""
-    if hasattr(a, "copy_to_host"):
-        return a.copy_to_host()
-    if type(a).__module__.startswith("cupy"):
-        return a.get()
-    if type(a).__module__.startswith("torch"):
-        return a.detach().cpu().numpy()
-    return np.asarray(a)
 
 
 #: elements compared per step: float64 temporaries of a few MiB stay in the CPU caches, where a

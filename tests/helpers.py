@@ -41,3 +41,26 @@ def build_cuda_emulator(source: str, tmp_dir: str) -> str:
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"this g++ cannot build the emulator (needs C++20 <barrier>): {exc.stderr[-300:]}")
     return exe
+
+
+def run_without_gpu(target: str, *args, timeout: float = 900):
+    """``target(*args)`` ("package.module:function") in a fresh process that sees no GPU (the
+    numba simulator, CUDA devices hidden): a CPU run that is the same on a GPU machine."""
+    from gpukit import proc
+    result = proc.run_fresh(target, *args, env=proc.NO_GPU, timeout=timeout)
+    assert not (isinstance(result, dict) and set(result) == {"error", "process_s"}), result
+    return result
+
+
+def _run_and_save(target: str, args: list, name: str, root: str):
+    """In the child of :func:`cpu_results_file`: run, save with this (GPU-less) machine's record."""
+    from gpukit import results
+    data = results.resolve(target)(*args)
+    results.save(name, data, root=root)
+    return data
+
+
+def cpu_results_file(target: str, args: list, name: str, root) -> dict:
+    """Run a chapter's benchmark without a GPU in a fresh process and save it under ``root``
+    as ``name``; returns what was saved (as JSON reads it back)."""
+    return run_without_gpu("tests.helpers:_run_and_save", target, list(args), name, str(root))

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from gpukit import bench, device
+from gpukit import bench, device, results
 
 
 def test_first_call_reported_apart_from_steady_state():
@@ -62,13 +62,13 @@ def test_host_copy_ceiling_is_plausible():
 def test_save_and_load_roundtrip(tmp_path):
     machine = device.machine_record()
     t = bench.bench(lambda: None, repeat=3, name="noop")
-    path = bench.save("demo", {"rows": [t]}, root=tmp_path, machine=machine)
+    path = results.save("demo", {"rows": [t]}, root=tmp_path, machine=machine)
     assert path == tmp_path / machine["slug"] / "demo.json"
     data = json.loads(path.read_text())
     assert data["machine"]["cpu"]["model"] == machine["cpu"]["model"]
     assert data["rows"][0]["name"] == "noop"
     assert not list(tmp_path.rglob("*.tmp"))
-    loaded = bench.load("demo", root=tmp_path)
+    loaded = results.load("demo", root=tmp_path)
     assert list(loaded) == [machine["slug"]]
 
 

@@ -60,10 +60,10 @@ def test_doctor_on_gpu_passes():
 
 
 def _fake_results(root, slug, gbs):
-    from gpukit import bench, device
+    from gpukit import device, results
     machine = {**device.machine_record(), "slug": slug}
     row = {"name": "kernel A", "median_s": 1.0 / gbs, "gbs": gbs}
-    bench.save("demo", {"gpu": {"n": 10, "rows": [row]}}, root=root, machine=machine)
+    results.save("demo", {"gpu": {"n": 10, "rows": [row]}}, root=root, machine=machine)
 
 
 def test_bench_compare_two_machines(tmp_path):
@@ -75,7 +75,7 @@ def test_bench_compare_two_machines(tmp_path):
 
 
 def test_comparison_page_table_has_a_column_per_machine(tmp_path):
-    from gpukit.benchmarks import compare_all
+    from gpukit.compare import compare_all
     _fake_results(tmp_path, "slow-gpu", 100.0)
     _fake_results(tmp_path, "fast-gpu", 250.0)
     _fake_results(tmp_path, "lonely-gpu", 50.0)
@@ -96,3 +96,21 @@ def test_comparison_page_table_has_a_column_per_machine(tmp_path):
 def test_bench_compare_bad_input(args, needle):
     line = assert_one_line_error(run_cli("bench", *args))
     assert needle in line
+
+
+def test_save_never_replaces_a_richer_file(tmp_path, monkeypatch):
+    """A one-seed training run does not overwrite a stored three-seed file (unless forced)."""
+    from gpukit import device, record, results
+    from gpukit.cats_vs_dogs import measure
+    target = "gpukit.cats_vs_dogs.measure:run"
+    three = {"training": {"n": 3, "rows": [{"seed": s} for s in range(3)], "quick": False}}
+    one = {"training": {"n": 1, "rows": [{"seed": 0}], "quick": False}}
+    assert measure.coverage(three) > measure.coverage(one)
+    saved, _ = record.save_unless_poorer("cats_vs_dogs", target, three, root=tmp_path)
+    assert saved
+    saved, message = record.save_unless_poorer("cats_vs_dogs", target, one, root=tmp_path)
+    assert not saved and "kept the stored cats_vs_dogs.json" in message
+    stored = results.load("cats_vs_dogs", root=tmp_path)[device.gpu_slug()]
+    assert len(stored["training"]["rows"]) == 3
+    saved, _ = record.save_unless_poorer("cats_vs_dogs", target, one, root=tmp_path, force=True)
+    assert saved and len(results.load("cats_vs_dogs", root=tmp_path)[device.gpu_slug()]["training"]["rows"]) == 1

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gpukit import report
+from gpukit import pages
 from gpukit.cloud import advisor, data, render
 from gpukit.cloud.advisor import AdviceError, Workload, estimate
 from tests.helpers import ROOT, assert_one_line_error
@@ -194,13 +194,13 @@ def test_cli_bad_input_one_line_exit_2(args):
 @pytest.mark.parametrize("view", ["aws-training", "aws-inference", "aws-graphics", "gpus", "tiers", "as-of",
                                   "rules", "advise-example"])
 def test_data_renderers_render(view):
-    md = report.render_data("cloud", view)
+    md = pages.render_data("cloud", view)
     assert "|" in md
 
 
 def test_tables_carry_data_not_typed_numbers():
-    md = report.render_data("cloud", "aws-training")
+    md = pages.render_data("cloud", "aws-training")
     p5 = next(r for r in data.instances() if r["name"] == "p5.48xlarge")
     assert f"{p5['price_per_hour']:,.2f}" in md and "p6-b200.48xlarge" in md
-    assert "Data as of " + data.data_as_of() in report.render_data("cloud", "as-of")
-    assert "llama-2-7b" in report.render_data("cloud", "advise-example")
+    assert "Data as of " + data.data_as_of() in pages.render_data("cloud", "as-of")
+    assert "llama-2-7b" in pages.render_data("cloud", "advise-example")

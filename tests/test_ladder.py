@@ -12,10 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-from gpukit import bench, report
-from gpukit.experiments import ladder as L
+from gpukit import pages, results
+from gpukit.ladder import measure as L
+from gpukit.ladder import views as LV
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, assert_one_line_error, build_cuda_emulator
+from tests.helpers import ROOT, assert_one_line_error, build_cuda_emulator, run_without_gpu
 
 # 1 x 1; C smaller than a warp; C odd; C one more than a warp; C a multiple of 4 but not of
 # a block's float4 width; and more rows than columns
@@ -81,13 +82,20 @@ def _run_level(level, x, scale, bias):
     return L.check(result(), x, scale, bias, what=level)
 
 
-@pytest.mark.parametrize("level", ["torch-eager", "torch-softmax", "numba-cuda", "triton"])
-def test_cpu_levels_at_awkward_shapes_and_large_values(level):
+def check_cpu_level(level):
+    """Runs in a child that sees no GPU: the Triton interpreter and the numba simulator are
+    switched on there, and never leak into the other tests' process."""
     L._libraries(level, gpu=False)        # simulator / Triton interpreter where needed
     for rows, cols in SHAPES:
         x, scale, bias = L.make_inputs(rows, cols, seed=rows * 100 + cols)
         _run_level(level, x, scale, bias)
     _run_level(level, *large_inputs())
+    return "ok"
+
+
+@pytest.mark.parametrize("level", ["torch-eager", "torch-softmax", "numba-cuda", "triton"])
+def test_cpu_levels_at_awkward_shapes_and_large_values(level):
+    assert run_without_gpu("tests.test_ladder:check_cpu_level", level) == "ok"
 
 
 def test_numba_kernel_with_more_threads_than_columns_and_odd_counts():
@@ -381,7 +389,7 @@ def quick_results(tmp_path_factory):
     part = data["gpu"] if "gpu" in data else data["cpu"]
     part["failed"].append({"level": "triton", "label": "Triton", "library": "Triton", "loc": 9,
                            "passes": 2, "error": "RuntimeError: made up for the test"})
-    bench.save(L.NAME, data, root=root)
+    results.save(L.NAME, data, root=root)
     return data, root
 
 
@@ -399,7 +407,7 @@ def test_quick_run_records_verified_rows_and_the_sweep(quick_results):
 
 def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     _, root = quick_results
-    text = report.render(L.NAME, "table", root=root)
+    text = pages.render(L.NAME, "table", root=root)
     assert "PyTorch eager, torch.softmax" in text and "| level | lines | first call |" in text
     # a failed level keeps its row (in the chapter's order) and its error is shown below the table
     lines = text.splitlines()
@@ -407,27 +415,27 @@ def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     assert "**failed**" in lines[failed_row]
     assert "**Triton** failed in this run" in text and "RuntimeError: made up for the test" in text
     assert "Source: `results/" in text
-    svg = report.render(L.NAME, "sweep", root=root)
+    svg = pages.render(L.NAME, "sweep", root=root)
     assert "<svg" in svg and "row length C" in svg
     block = svg[svg.index('<div class="gpukit-plot"'):svg.index("</svg>")]
     assert "\n\n" not in block, "a blank line inside the SVG makes Markdown break the plot"
-    assert "% of the copy ceiling" in report.render(L.NAME, "sweeptable", root=root)
-    summary = report.render(L.NAME, "summary", root=root)
+    assert "% of the copy ceiling" in pages.render(L.NAME, "sweeptable", root=root)
+    summary = pages.render(L.NAME, "summary", root=root)
     assert "fastest level" in summary and "Triton (failed)" in summary
 
 
 def test_short_error_drops_the_temporary_path():
     err = '1 error detected in the compilation of "/tmp/tmpab12/20594e.cubin.cu".'
-    assert L._short_error(err) == "1 error detected in the compilation of 20594e.cubin.cu."
+    assert LV._short_error(err) == "1 error detected in the compilation of 20594e.cubin.cu."
 
 
 def test_pass_table_is_for_gpu_results_only(quick_results):
     data, root = quick_results
     if "gpu" in data:
-        assert "array passes" in report.render(L.NAME, "passes", root=root)
+        assert "array passes" in pages.render(L.NAME, "passes", root=root)
     else:
-        with pytest.raises(report.MissingResults):
-            report.render(L.NAME, "passes", root=root)
+        with pytest.raises(pages.MissingResults):
+            pages.render(L.NAME, "passes", root=root)
 
 
 # ------------------------------------------------------------------ the example

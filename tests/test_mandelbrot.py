@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gpukit import bench, report
-from gpukit.kernels import mandel
+from gpukit import pages, results
+from gpukit.mandelbrot import kernels as mandel
 from tests.helpers import assert_one_line_error, run_cli
 
 # 333 and 97 are not multiples of the 16 x 16 block; 1 x 1 is one thread in one block
@@ -79,7 +79,7 @@ def test_target_backend_never_reaches_a_gpu():
 
 
 def mandel_bench():
-    from gpukit.kernels import mandel_bench as mb
+    from gpukit.mandelbrot import measure as mb
     return mb
 
 
@@ -140,17 +140,17 @@ def test_benchmark_and_tables_on_cpu(tmp_path, monkeypatch):
     part = data["cpu"]
     assert all(r["differing_pixels"] == 0 for r in part["rows"] if r["dtype"] == "float64")
     assert all("error" not in r for r in part["rows"])
-    bench.save("mandelbrot", data, root=tmp_path)
-    md = report.render("mandelbrot", "table", root=tmp_path)
+    results.save("mandelbrot", data, root=tmp_path)
+    md = pages.render("mandelbrot", "table", root=tmp_path)
     assert "`numba-cpu`" in md and "identical" in md and "Measured on" in md
-    assert "float32" in report.render("mandelbrot", "precision", root=tmp_path)
-    assert "target_backend" in report.render("mandelbrot", "pitfall", root=tmp_path)
-    with pytest.raises(report.MissingResults):
-        report.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
+    assert "float32" in pages.render("mandelbrot", "precision", root=tmp_path)
+    assert "target_backend" in pages.render("mandelbrot", "pitfall", root=tmp_path)
+    with pytest.raises(pages.MissingResults):
+        pages.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
 
 
 def test_gallery_renders_two_images():
-    html = report.render_data("mandelbrot", "gallery")
+    html = pages.render_data("mandelbrot", "gallery")
     assert html.count("data:image/png;base64,") == 2
 
 

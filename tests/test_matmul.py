@@ -6,7 +6,6 @@ on a GPU the same numba tests run on the device and the `gpu` tests run every CU
 kernel through CuPy.
 """
 
-import json
 import math
 import subprocess
 import sys
@@ -14,9 +13,10 @@ import sys
 import numpy as np
 import pytest
 
-from gpukit import bench, report
-from gpukit.kernels import gemm as mm
-from gpukit.kernels import matmul_bench as mb
+from gpukit import pages, results
+from gpukit.matmul import kernels as mm
+from gpukit.matmul import measure as mb
+from gpukit.matmul import views as mv
 from gpukit.verify import Mismatch
 from tests.helpers import ROOT, build_cuda_emulator
 
@@ -267,7 +267,7 @@ def test_sanitizer_missing_is_recorded(monkeypatch):
 
 
 def test_sanitize_child_refuses_unknown_kernel():
-    proc = subprocess.run([sys.executable, "-m", "gpukit.kernels.matmul_bench",
+    proc = subprocess.run([sys.executable, "-m", "gpukit.matmul.measure",
                            "--sanitize-child", "01-naive-numba"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "not a CUDA C kernel" in proc.stderr
@@ -306,11 +306,11 @@ ptxas info    : Used 128 registers, used 1 barriers, 32768 bytes smem
 
 
 def test_committed_ptxas_report_covers_every_kernel_without_spills():
-    data = json.loads(mb.PTXAS_FILE.read_text())
-    for kernel, fn in mb.PTXAS_NAMES.items():
+    data = results.load(mb.PTXAS_NAME)[results.reference_machine()]
+    for kernel, fn in mv.PTXAS_NAMES.items():
         assert data["cuda_c"][fn]["spill_stores"] == 0, kernel
     assert set(data["numba"]) == set(mm.NUMBA_KERNELS)
-    md = report.render_data("matmul_ptxas", "registers")
+    md = pages.render(mb.PTXAS_NAME, "registers")
     assert f"| {data['cuda_c']['mm08_warptile']['registers']} |" in md
 
 
@@ -358,31 +358,31 @@ def _fabricated_tflops(kernel):
 @pytest.fixture
 def results_root(tmp_path):
     machine, data = fabricated()
-    bench.save("matmul", data, root=tmp_path, machine=machine)
+    results.save("matmul", data, root=tmp_path, machine=machine)
     return tmp_path
 
 
 def test_table_renderer(results_root):
-    md = report.render("matmul", "table", root=results_root)
+    md = pages.render("matmul", "table", root=results_root)
     t = _fabricated_tflops("08-warptile")
     assert "NVIDIA Test GPU" in md and f"| `08-warptile` | {t:.2f} | {2 * t:.1f} % |" in md
     assert "failed: Mismatch: boom" in md and "Measured on" in md
 
 
 def test_sweep_tensor_core_sanitizer_and_cpu_renderers(results_root):
-    sweep = report.render("matmul", "sweep", root=results_root)
+    sweep = pages.render("matmul", "sweep", root=results_root)
     assert "| 1024 | 11.02 | 11.02 (80.0 %) |" in sweep
-    tc = report.render("matmul", "tensor-cores", root=results_root)
+    tc = pages.render("matmul", "tensor-cores", root=results_root)
     assert "| TF32 tensor cores (torch) | 400.00 | 8.0x |" in tc
     assert "best hand-written fp32 kernel (`09-warptile-128x64`)" in tc
-    san = report.render("matmul", "sanitizer", root=results_root)
+    san = pages.render("matmul", "sanitizer", root=results_root)
     assert "| `08-warptile` | 0 (2 shapes verified) | 0 (2 shapes verified) |" in san
     assert "memcheck: ERROR SUMMARY: 0 errors" in san and "--sanitize-child all" in san
-    assert "NumPy matmul" in report.render("matmul", "cpu", root=results_root)
+    assert "NumPy matmul" in pages.render("matmul", "cpu", root=results_root)
 
 
 def test_roofline_renderer(results_root):
-    md = report.render("matmul", "roofline", root=results_root)
+    md = pages.render("matmul", "roofline", root=results_root)
     assert "They cross at 12.5 FLOP/byte" in md and "683 FLOP/byte" in md
     # naive: 0.25 FLOP/byte x 4000 GB/s = 1 TFLOP/s roof; 08: 32 FLOP/byte, compute bound
     assert "| `01-naive-numba` | 0.25 | 1.00 | 2.00 | memory |" in md
@@ -393,14 +393,14 @@ def test_roofline_renderer(results_root):
 def test_block_tiles_match_the_kernels():
     for kernel in ("03-smem-numba", "03b-smem-8x8-numba"):
         _fn, (gx, gy), threads = mm.numba_launch(kernel, 1000, 1000)
-        assert (gx, gy) == (math.ceil(1000 / mb.BLOCK_TILES[kernel][1]),
-                            math.ceil(1000 / mb.BLOCK_TILES[kernel][0]))
+        assert (gx, gy) == (math.ceil(1000 / mv.BLOCK_TILES[kernel][1]),
+                            math.ceil(1000 / mv.BLOCK_TILES[kernel][0]))
     for kernel, (name, bm, bn, *_rest) in mm.CUDA_C_LAUNCH.items():
-        assert mb.BLOCK_TILES[kernel] == (bm, bn), kernel
+        assert mv.BLOCK_TILES[kernel] == (bm, bn), kernel
 
 
 def test_plot_is_inline_svg_with_gpu_date_and_units(results_root):
-    md = report.render("matmul", "plot", root=results_root)
+    md = pages.render("matmul", "plot", root=results_root)
     assert md.startswith("<figure") and "\n\n" not in md.split("</figure>")[0] and "<svg" in md and "</figure>" in md
     assert "<?xml" not in md
     # matplotlib writes text as paths but keeps each label as a comment
@@ -411,9 +411,9 @@ def test_plot_is_inline_svg_with_gpu_date_and_units(results_root):
 def test_cpu_only_results_have_no_gpu_views(tmp_path):
     data = mb.run(n=64, repeat=2) if not mb.device.has_gpu() else {"cpu": mb.cpu_part(64)}
     assert set(data) == {"cpu"} and data["cpu"]["rows"][0]["tflops"] > 0
-    bench.save("matmul", data, root=tmp_path)
-    with pytest.raises(report.MissingResults):
-        report.render("matmul", "table", root=tmp_path)
+    results.save("matmul", data, root=tmp_path)
+    with pytest.raises(pages.MissingResults):
+        pages.render("matmul", "table", root=tmp_path)
 
 
 def test_occupancy_from_registers():
@@ -429,11 +429,11 @@ def test_bench_command_prints_every_part(monkeypatch, capsys):
     """`gpukit bench matmul` prints a GPU record (fabricated here) without tripping on it."""
     import argparse
 
-    from gpukit import benchmarks
+    from gpukit import record
     _, data = fabricated()
-    monkeypatch.setattr(benchmarks, "_resolve", lambda target: (lambda n, repeat: data))
-    args = argparse.Namespace(name="matmul", n=None, repeat=3, save=False)
-    assert benchmarks._main(args) == 0
+    monkeypatch.setattr(results, "resolve", lambda target: (lambda n, repeat: data))
+    args = argparse.Namespace(name="matmul", n=None, repeat=3, save=False, force=False)
+    assert record._bench(args) == 0
     out = capsys.readouterr().out
     assert "== matmul (gpu), n = 4,096" in out and "08-warptile" in out
 

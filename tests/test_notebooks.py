@@ -132,7 +132,7 @@ def test_results_command_runs_examples_first_and_budgets_training(monkeypatch, t
     import argparse
 
     from gpukit import notebook as nbmod
-    from gpukit import runall
+    from gpukit import record as runall
     monkeypatch.setenv("GPUKIT_RESULTS_DIR", str(tmp_path))
     monkeypatch.delenv("GPUKIT_BENCH_BUDGET_S", raising=False)
     calls = []
@@ -149,7 +149,7 @@ def test_results_command_runs_examples_first_and_budgets_training(monkeypatch, t
     monkeypatch.setattr(nbmod, "run_all", fake_examples)
     args = argparse.Namespace(only=["matmul", "cats-vs-dogs", "vector_add"], no_examples=False,
                               no_benchmarks=False)
-    assert runall._main(args) == 1          # the failed example fails the run
+    assert runall._results(args) == 1          # the failed example fails the run
     assert calls == [(["examples", "matmul", "vector_add"], None),
                      (["bench", "matmul", "--save"], None),
                      (["bench", "cats-vs-dogs", "--save"], str(runall.BUDGETS["cats-vs-dogs"]))]

@@ -11,7 +11,7 @@ import re
 
 from mkdocs.exceptions import PluginError
 
-from gpukit import report
+from gpukit import pages
 
 PATTERN = re.compile(r"<!--\s*(results|data):([\w-]+):([\w-]+)\s*-->")
 LINKS = re.compile(r"<!--\s*links:all\s*-->")
@@ -24,16 +24,16 @@ def on_page_markdown(markdown, page, config, files):
         kind, name, view = match.groups()
         try:
             if kind == "data":
-                return report.render_data(name, view)
-            return report.render(name, view)
-        except report.MissingResults as exc:
+                return pages.render_data(name, view)
+            return pages.render(name, view)
+        except pages.MissingResults as exc:
             if os.environ.get("GPUKIT_DRAFT") == "1":  # writing a chapter before its GPU run
                 return f'!!! warning "Not measured yet"\n    {exc}\n'
             raise PluginError(f"{page.file.src_uri}: {exc}") from None
 
     markdown = PATTERN.sub(substitute, markdown)
     if COMPARE.search(markdown):
-        from gpukit.benchmarks import compare_all
+        from gpukit.compare import compare_all
         markdown = COMPARE.sub(lambda m: compare_all() or "(no benchmark was recorded on two machines)", markdown)
     if LINKS.search(markdown):
         markdown = LINKS.sub(lambda m: external_links(config, page.file.src_uri), markdown)
@@ -95,8 +95,8 @@ def external_links(config, this_page: str) -> str:
 
 def _expand(kind, name, view):
     try:
-        return report.render_data(name, view) if kind == "data" else report.render(name, view)
-    except report.MissingResults:
+        return pages.render_data(name, view) if kind == "data" else pages.render(name, view)
+    except pages.MissingResults:
         return ""
 
 

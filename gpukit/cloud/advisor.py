@@ -213,8 +213,8 @@ def measured_efficiency(precision: str, root: Path | None = None) -> tuple[float
     Looks for ``results/*/matmul*.json`` rows with ``tflops`` and a ``dtype`` matching
     ``precision``, on a GPU that gpus.yaml knows; returns (ratio, where it came from).
     """
-    from .. import bench
-    root = Path(root or bench.results_dir())
+    from .. import results
+    root = Path(root or results.results_dir())
     want = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "tf32"}.get(precision, "bfloat16")
     for path in sorted(root.glob("*/matmul*.json")):
         try:

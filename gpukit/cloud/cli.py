@@ -70,7 +70,7 @@ def build(args):
 def report(w, flops: float | None = None, top: int = 10, root=None) -> tuple[str, dict]:
     """The advisor's text report and the same content as a dict."""
     from . import advisor, data
-    from ..report import table
+    from ..pages import table
     try:
         e = advisor.estimate(w)
     except advisor.AdviceError as exc:
@@ -120,9 +120,8 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gpukit.cloud.cli advise ...``: the ``gpukit`` command with only this chapter loaded."""
+    """``python -m gpukit.cloud.cli advise ...``: the same as ``gpukit advise ...``."""
     from .. import cli as _cli
-    _cli.COMMANDS = ["gpukit.cloud.cli"]
     return _cli.main(argv)
 
 

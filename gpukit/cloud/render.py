@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report import data_renderer, table
+from ..pages import data_renderer, table
 from . import data
 
 #: Worked example on the page: Llama-2-7B served in bf16 with a 4096-token context.

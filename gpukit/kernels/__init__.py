@@ -1,31 +1,19 @@
-"""GPU kernels used by the chapters, each with a NumPy or CPU reference backend."""
+"""The three kernels most chapters use, under one name: ``from gpukit.kernels import vector_add,
+mandelbrot, matmul``. Each lives in its chapter's folder (:mod:`gpukit.vector_add`,
+:mod:`gpukit.mandelbrot`, :mod:`gpukit.matmul`); importing this package imports none of them
+(nor numba) until a name is used.
+"""
 
 from __future__ import annotations
 
-import functools
-
 __all__ = ["vector_add", "mandelbrot", "matmul"]
+
+_HOMES = {"vector_add": "gpukit.vector_add.kernels", "mandelbrot": "gpukit.mandelbrot.kernels",
+          "matmul": "gpukit.matmul.kernels"}
 
 
 def __getattr__(name):
-    # Lazy: importing gpukit.kernels must not import numba (see gpukit.device).
-    if name == "vector_add":
-        from .vecadd import vector_add
-        return vector_add
-    if name == "mandelbrot":
-        from .mandel import mandelbrot
-        return mandelbrot
-    if name == "matmul":
-        from .gemm import matmul
-        return matmul
+    if name in _HOMES:
+        import importlib
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'gpukit.kernels' has no attribute {name!r}")
-
-
-@functools.cache
-def _sm_count() -> int:
-    """Multiprocessors of the current GPU (1 on the numba simulator)."""
-    from .. import device
-    if device.simulator_enabled():
-        return 1
-    from numba import cuda
-    return cuda.get_current_device().MULTIPROCESSOR_COUNT

@@ -1,0 +1,1 @@
+"""One operation at every level: a row softmax from PyTorch down to CUDA C."""

@@ -1,0 +1,219 @@
+"""The Mandelbrot chapter's measurements.
+
+Every backend is measured in a **fresh process**, so its first call really
+includes what a user's first call includes: importing, creating the GPU
+context, compiling the kernel (numba's on-disk cache starts empty unless the
+experiment says otherwise). The child processes save their counts, and the
+parent compares them with a float64 reference, pixel by pixel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CHILD_TIMEOUT_S = 900
+
+
+def _child(spec: dict) -> dict:
+    """Runs in a fresh process: time import, GPU context, first call, steady state."""
+    t0 = time.perf_counter()
+    from gpukit import bench, device
+    if spec["backend"] == "numba-cuda" and not device.has_gpu():
+        device.use_simulator_if_no_gpu()
+    from gpukit.mandelbrot import kernels as mandel
+    t_import = time.perf_counter() - t0
+
+    backend = spec["backend"]
+    timer, t_context = "cpu", 0.0
+    t0 = time.perf_counter()
+    if backend == "numba-cuda":
+        from numba import cuda
+        cuda.current_context()
+        timer = "numba"
+    elif backend == "cupy":
+        import cupy
+        cupy.cuda.Device(0).use()
+        cupy.empty(1).sum()  # the first call that really needs the context
+        cupy.cuda.Device().synchronize()
+        timer = "cupy"
+    elif backend == "torch":
+        import torch
+        if torch.cuda.is_available():
+            torch.empty(1, device="cuda").sum().item()
+            timer = "torch"
+    t_context = time.perf_counter() - t0
+
+    t_init = None
+    if spec.get("split_init"):
+        # numba sets up its CUDA compiler pipeline on the first kernel call of a process,
+        # whichever kernel it is: time that with a tiny kernel of its own, apart.
+        from numba import cuda
+        t0 = time.perf_counter()
+        mandel.warm_up_kernel[1, 1](cuda.device_array(1, dtype=np.int32))
+        cuda.synchronize()
+        t_init = time.perf_counter() - t0
+
+    size, max_iter = spec["size"], spec["max_iter"]
+    kw = dict(max_iter=max_iter, backend=backend, dtype=spec["dtype"],
+              contract=spec.get("contract", False), to_host=False)
+    result = {}
+
+    def once():
+        result["out"] = mandel.mandelbrot(size, size, **kw)
+
+    t = bench.bench(once, timer=timer, name=backend, warmup=spec.get("warmup", 1),
+                    repeat=spec["repeat"])
+    from gpukit.verify import to_host
+    np.save(spec["out"], to_host(result["out"]))
+    return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict()}
+
+
+def _spawn(spec: dict, cache_dir: str) -> dict:
+    # Both numba's and CuPy's on-disk kernel caches live in cache_dir: empty unless shared.
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "CUPY_CACHE_DIR": cache_dir,
+           "PYTHONUNBUFFERED": "1"}
+    fd, path = tempfile.mkstemp(suffix=".npy")
+    os.close(fd)
+    spec = {**spec, "out": path}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "gpukit.mandelbrot.measure", "child", json.dumps(spec)],
+                          capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        os.unlink(path)
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {**spec, "error": tail[0], "process_s": wall}
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    data["counts"] = np.load(path)
+    os.unlink(path)
+    return {**spec, **data, "process_s": wall}
+
+
+def cache_experiment(size: int, max_iter: int, cache_dir: str) -> list[dict]:
+    """The numba CUDA kernel in two fresh processes that share one on-disk cache folder."""
+    rows = []
+    for label in ("empty cache (compiles)", "warm cache (loads)"):
+        row = _spawn({"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 3,
+                      "max_iter": max_iter, "split_init": True}, cache_dir)
+        row.pop("counts", None)
+        row.pop("out", None)
+        rows.append({"case": label, **row})
+    return rows
+
+
+def remeasure_cache(root=None) -> None:
+    """Re-run only the cache experiment and store it in this machine's mandelbrot.json."""
+    from gpukit import device, results
+    found = results.load("mandelbrot", root=root).get(device.gpu_slug())
+    if not found or "gpu" not in found:
+        raise SystemExit("no GPU mandelbrot results for this machine: run `gpukit bench mandelbrot` first")
+    part = found["gpu"]
+    with tempfile.TemporaryDirectory() as tmp:
+        part["cache"] = cache_experiment(part["size"], part["max_iter"], tmp)
+    results.save_part("mandelbrot", "gpu", part, root=root)  # only the gpu part gets a new stamp
+
+
+def target_backend_pitfall() -> dict:
+    """What ``@jit(target_backend='cuda')``, seen in many tutorials, really does here."""
+    import numba
+    record = {"numba": numba.__version__}
+    try:
+        @numba.jit(target_backend="cuda")
+        def double(x):
+            return x * 2
+        record["decorated"] = f"ok: {type(double).__module__}.{type(double).__name__} (a CPU dispatcher)"
+    except Exception as exc:  # noqa: BLE001 - we record whatever happens
+        record["decorated"] = f"{type(exc).__name__}: {exc}"
+        return record
+    try:
+        value = double(np.arange(4.0))
+        record["called"] = f"ok, returned {value.tolist()} (computed on the CPU)"
+    except Exception as exc:  # noqa: BLE001
+        record["called"] = f"{type(exc).__name__}: {exc}"
+    return record
+
+
+def run(n: int | None, repeat: int) -> dict:
+    """All measurements for the chapter; GPU parts only where a GPU is present."""
+    from gpukit import device
+    from gpukit.mandelbrot import kernels as mandel
+
+    size = n or 4096
+    max_iter = 256
+    gpu = device.has_gpu() and not device.simulator_enabled()
+    repeat = max(3, min(repeat, 20))
+    cpu_repeat = max(3, repeat // 4)  # a CPU row takes ~0.6 s a call: its spread is small anyway
+    # The float64 reference, computed once with every core.
+    reference = mandel.mandelbrot(size, size, max_iter=max_iter, backend="numba-cpu")
+    small = min(size, 512)  # NumPy takes ~4 s a call at 1024x1024; pixels per second compare
+    reference_small = reference if small == size else mandel.mandelbrot(small, small, max_iter=max_iter,
+                                                                        backend="numba-cpu")
+
+    specs = [
+        {"backend": "numba-cpu-1core", "dtype": "float64", "size": size, "repeat": 3, "warmup": 0},
+        {"backend": "numba-cpu", "dtype": "float64", "size": size, "repeat": cpu_repeat},
+        {"backend": "numpy", "dtype": "float64", "size": small, "repeat": 2, "warmup": 0},
+        {"backend": "numba-cpu", "dtype": "float32", "size": size, "repeat": cpu_repeat},
+    ]
+    if gpu:
+        specs += [
+            {"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 4 * repeat},
+            {"backend": "cupy", "dtype": "float64", "size": size, "repeat": 4 * repeat},
+            {"backend": "torch", "dtype": "float64", "size": size, "repeat": 3, "warmup": 0},
+            {"backend": "numba-cuda", "dtype": "float32", "size": size, "repeat": 4 * repeat},
+            {"backend": "cupy", "dtype": "float32", "size": size, "repeat": 4 * repeat},
+            {"backend": "numba-cuda", "dtype": "float64", "contract": True, "size": size, "repeat": 4 * repeat},
+            {"backend": "cupy", "dtype": "float64", "contract": True, "size": size, "repeat": 4 * repeat},
+        ]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, spec in enumerate(specs):
+            row = _spawn({**spec, "max_iter": max_iter}, os.path.join(tmp, f"cache{i}"))
+            counts = row.pop("counts", None)
+            row.pop("out", None)
+            if counts is not None:
+                ref = reference if spec["size"] == size else reference_small
+                row["differing_pixels"] = int(np.count_nonzero(counts != ref))
+                row["differing_fraction"] = row["differing_pixels"] / counts.size
+            row["pixels"] = spec["size"] ** 2
+            if "median_s" in row:
+                row["mpixels_per_s"] = row["pixels"] / row["median_s"] / 1e6
+            rows.append(row)
+            print(f"  {spec['backend']:<16} {spec['dtype']} {'fma' if spec.get('contract') else '   '} "
+                  + (f"median {row['median_s'] * 1e3:10.3f} ms, first call {row['first_call_s']:.3f} s, "
+                     f"differing {row['differing_pixels']}" if "median_s" in row else row.get("error", "")),
+                  flush=True)
+
+        # numba's on-disk cache: the same kernel in two fresh processes sharing one cache folder.
+        cache = []
+        if gpu:
+            shared = os.path.join(tmp, "shared-cache")
+            cache = cache_experiment(size, max_iter, shared)
+
+    base = {r["backend"]: r for r in rows if r["dtype"] == "float64" and not r.get("contract")
+            and "mpixels_per_s" in r}
+    for r in rows:
+        if "mpixels_per_s" in r:
+            for key, name in (("vs_1core", "numba-cpu-1core"), ("vs_all_cores", "numba-cpu")):
+                if name in base:
+                    r[key] = r["mpixels_per_s"] / base[name]["mpixels_per_s"]
+    part = {"n": size, "size": size, "max_iter": max_iter, "rows": [
+        {**r, "name": r["backend"] + (" (fma)" if r.get("contract") else "") + f" {r['dtype']}"}
+        for r in rows], "cache": cache, "target_backend": target_backend_pitfall()}
+    return {"gpu" if gpu else "cpu": part}
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "child":
+        print(json.dumps(_child(json.loads(sys.argv[2]))))
+    elif sys.argv[1:] == ["cache"]:
+        remeasure_cache()
+    else:
+        print("usage: python -m gpukit.mandelbrot.measure child SPEC_JSON | cache", file=sys.stderr)
+        sys.exit(2)

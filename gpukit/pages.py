@@ -1,0 +1,187 @@
+"""Page helpers: views of results files, the only way a measured number reaches a page.
+
+The site's build hook replaces ``<!-- results:NAME:VIEW -->`` in a chapter with
+``render(NAME, VIEW)`` (and ``<!-- data:NAME:VIEW -->`` with ``render_data``, for
+tables built from data files shipped in gpukit). A chapter's views live in its own
+``gpukit/<slug>/views.py`` (found through :data:`gpukit.results.CHAPTERS`) and register
+themselves with the ``@renderer`` / ``@data_renderer`` decorators.
+
+A view of a machine that did not record a part says so by raising :class:`NotRecorded`
+(reading a missing top-level part of the file does that by itself); any other error
+fails the build. Every block is followed by a caption naming the hardware, date,
+code version and source file. Also here: Markdown tables, number formats, inline SVG
+plots and the machine titles that the views share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from . import device, results
+
+RENDERERS: dict[tuple[str, str], Callable[[str, dict], str]] = {}
+DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
+
+#: core modules with views of their own; the chapters' come from gpukit.results.CHAPTERS
+CORE_VIEW_MODULES = ["gpukit.doctor"]
+
+
+class MissingResults(LookupError):
+    """No results file holds what a page asks for."""
+
+
+class NotRecorded(LookupError):
+    """This machine's results file does not hold the part a view needs (a CPU machine has no
+    GPU rows, say): the view shows nothing for that machine."""
+
+
+class Record(dict):
+    """A results file as loaded, where a missing top-level part raises :class:`NotRecorded`
+    instead of KeyError: a view may skip a machine only for a part it did not record, never
+    for a typo deeper down."""
+
+    def __getitem__(self, key):
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            raise NotRecorded(key) from None
+
+
+def renderer(name: str, view: str):
+    def deco(fn):
+        RENDERERS[(name, view)] = fn
+        return fn
+    return deco
+
+
+def table(header: list[str], rows: list[list], align: str | None = None) -> str:
+    """A Markdown table; ``align`` is one letter per column: l, r or c."""
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = {"l": ":--", "r": "--:", "c": ":-:"}
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join(marks[a] for a in align) + " |"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def caption(data: dict, slug: str, name: str) -> str:
+    """Where a block's numbers come from: machine, date, code version, file (and any part
+    re-measured later, with its own date and commit)."""
+    text = f"Measured on {device.describe(data['machine'])}{_code(data.get('code'))}"
+    for part, stamp in sorted((data.get("stamps") or {}).items()):
+        text += (f"; part `{part}` re-measured {stamp['machine'].get('date', '')[:10]}"
+                 f"{_code(stamp.get('code'))}")
+    return f"<small>{text}. Source: `results/{slug}/{name}.json`.</small>"
+
+
+def _code(code: dict | None) -> str:
+    if not code or not code.get("commit"):
+        return ""
+    return f"; gpukit {code['gpukit']} at {code['commit'][:7]}{' (modified)' if code.get('dirty') else ''}"
+
+
+def machine_title(data: dict, *, cores: bool = True) -> str:
+    """The GPU's name, or the CPU model (with its usable cores) on a machine without one."""
+    m = data["machine"]
+    if m.get("gpu"):
+        return m["gpu"]["name"]
+    cpu = m["cpu"]
+    if cores:
+        return f"{cpu['model']} ({cpu['usable_cpus']} cores usable, no GPU)"
+    return f"{cpu['model']} (no GPU)"
+
+
+def plot_title(data: dict) -> str:
+    """What a plot's title names: the machine and the date it was measured."""
+    return f"{machine_title(data, cores=False)}, {data['machine']['date'][:10]}"
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def fmt_num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def fmt_ratio(value: float | None, digits: int = 1) -> str:
+    """A speed ratio such as ``5.1x``; below 1, two significant digits (``0.049x``, not ``0.0x``)."""
+    if value is not None and 0 < value < 1:
+        return f"{value:.2g}x"
+    return fmt_num(value, digits) + "x"
+
+
+def svg(fig) -> str:
+    """A matplotlib figure as inline SVG that Markdown passes through untouched.
+
+    Markdown treats a bare ``<svg>`` as inline HTML and rewrites the ``<style>`` element inside
+    it (the plot then shows as an empty box); a ``<div>`` at the start of a line is a raw HTML
+    block, kept as it is as long as it has no blank line. The figure is closed.
+    """
+    import io
+    import re
+
+    import matplotlib.pyplot as plt
+    buf = io.StringIO()
+    try:
+        fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")  # readable in dark mode too
+    finally:
+        plt.close(fig)  # the figure is done with: free it
+    text = buf.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+    text = text.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    body = "\n".join(line for line in text.splitlines() if line.strip())
+    return f'<div class="gpukit-plot" markdown="0">\n{body}\n</div>'
+
+
+def _load_modules() -> None:
+    import importlib
+    for module in CORE_VIEW_MODULES + results.view_modules():
+        importlib.import_module(module)
+
+
+def data_renderer(name: str, view: str):
+    """Register a table built from data shipped in gpukit (not from results/)."""
+    def deco(fn):
+        DATA_RENDERERS[(name, view)] = fn
+        return fn
+    return deco
+
+
+def render_data(name: str, view: str) -> str:
+    """Markdown for ``<!-- data:NAME:VIEW -->``: a table from gpukit's own data files."""
+    _load_modules()
+    fn = DATA_RENDERERS.get((name, view))
+    if fn is None:
+        raise MissingResults(f"no data renderer for {name}:{view}")
+    return fn()
+
+
+def render(name: str, view: str, *, root: Path | None = None) -> str:
+    """Markdown for one view of one benchmark, for every machine that recorded it."""
+    _load_modules()
+    fn = RENDERERS.get((name, view))
+    if fn is None:
+        raise MissingResults(f"no renderer for results {name}:{view}")
+    found = results.load(name, root=root)
+    blocks = []
+    for slug, data in sorted(found.items(), key=lambda kv: (kv[1]["machine"].get("gpu") is None, kv[0])):
+        try:
+            body = fn(slug, Record(data))
+        except NotRecorded:
+            continue  # this machine did not record this part (a CPU machine has no GPU rows)
+        if body:
+            blocks.append(body + "\n\n" + caption(data, slug, name))
+    if not blocks:
+        raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}")
+    return "\n\n".join(blocks)
+
+

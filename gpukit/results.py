@@ -1,0 +1,213 @@
+"""Results files: the one project root, the one list of chapters, saving and loading.
+
+A results file is ``results/<machine-slug>/<name>.json``. Every file carries
+
+* ``schema``: the version of this layout (:data:`SCHEMA_VERSION`);
+* ``machine``: the machine record of :func:`gpukit.device.machine_record` (GPU, driver,
+  versions, CPU, date);
+* ``code``: the gpukit version and the git commit that produced it, with a dirty flag.
+
+A file can hold several parts (``"gpu"``, ``"cpu"``, ...). :func:`save_part` re-measures one
+part and gives that part its own stamp (``"stamps": {part: {machine, code}}``) instead of
+re-stamping the whole file with a new date or driver.
+
+The chapters are listed once, in :data:`CHAPTERS`; the ``gpukit bench`` and ``gpukit results``
+commands, the site's renderers and the tests all read that list.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from . import device
+from .files import atomic_write
+
+#: version of the results-file layout; bumped when a field changes meaning
+SCHEMA_VERSION = 2
+
+#: the project root: the folder holding pyproject.toml, examples/ and results/
+#: (for an installed copy without them, the current folder)
+PROJECT = Path(__file__).resolve().parents[1]
+if not (PROJECT / "pyproject.toml").exists():
+    PROJECT = Path.cwd()
+
+
+class Chapter:
+    """One chapter: ``gpukit/<slug>/``, ``docs/<slug with ->.md``, ``examples/<slug>.py``,
+    ``tests/test_<slug>.py``, ``results/<machine>/<slug>.json`` and ``gpukit bench <slug with ->``.
+
+    ``benchmarks`` maps a results-file name to ``"module:function"`` inside the chapter's
+    folder; the function takes ``(n, repeat)`` and returns a dict of parts. ``multi_gpu``
+    benchmarks are left out of ``gpukit results``.
+    """
+
+    def __init__(self, slug: str, title: str, benchmarks: dict[str, str] | None = None,
+                 multi_gpu: tuple[str, ...] = ()):
+        self.slug, self.title = slug, title
+        self.benchmarks = benchmarks if benchmarks is not None else {slug: "measure:run"}
+        self.multi_gpu = multi_gpu
+
+    @property
+    def package(self) -> str:
+        return f"gpukit.{self.slug}"
+
+    @property
+    def page(self) -> str:
+        return self.slug.replace("_", "-") + ".md"
+
+    def __repr__(self) -> str:
+        return f"Chapter({self.slug!r})"
+
+
+#: every chapter with code, in reading order: the one list
+CHAPTERS: tuple[Chapter, ...] = (
+    Chapter("why_gpus", "Why CPUs alone are not enough"),
+    Chapter("gpu_anatomy", "What a GPU is made of"),
+    Chapter("cloud", "GPUs in the cloud and on your desk", benchmarks={}),
+    Chapter("vector_add", "Your first kernel"),
+    Chapter("timing", "Timing GPU code honestly"),
+    Chapter("ladder", "One operation, five levels"),
+    Chapter("mandelbrot", "Mandelbrot images in Python"),
+    Chapter("cats_vs_dogs", "Training cats vs dogs",
+            benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
+            multi_gpu=("cats_vs_dogs_ddp",)),
+    Chapter("matmul", "Matrix multiplication"),
+)
+
+
+def chapter(slug: str) -> Chapter:
+    for c in CHAPTERS:
+        if c.slug == slug:
+            return c
+    raise KeyError(f"no chapter {slug!r}; chapters: {', '.join(c.slug for c in CHAPTERS)}")
+
+
+def bench_name(results_name: str) -> str:
+    """The ``gpukit bench`` name of a results file: its name with ``-`` for ``_``."""
+    return results_name.replace("_", "-")
+
+
+def benchmarks() -> dict[str, tuple[str, str]]:
+    """``gpukit bench`` name -> (results-file name, ``"gpukit.<slug>.module:function"``)."""
+    out = {}
+    for c in CHAPTERS:
+        for name, target in c.benchmarks.items():
+            out[bench_name(name)] = (name, f"{c.package}.{target}")
+    return out
+
+
+def multi_gpu_benchmarks() -> set[str]:
+    return {bench_name(n) for c in CHAPTERS for n in c.multi_gpu}
+
+
+def resolve(target: str):
+    """``"package.module:function"`` -> the function."""
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def view_modules() -> list[str]:
+    """The modules that register a chapter's page views: ``gpukit.<slug>.views`` where it exists."""
+    mods = []
+    for c in CHAPTERS:
+        name = f"{c.package}.views"
+        if importlib.util.find_spec(c.package) is not None and importlib.util.find_spec(name) is not None:
+            mods.append(name)
+    return mods
+
+
+# ----------------------------------------------------------------- provenance
+
+@functools.cache
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=PROJECT, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def code_record() -> dict:
+    """The gpukit version and the git commit of the code that is running (None outside a checkout).
+
+    ``dirty`` is True when tracked files differ from that commit; ``GPUKIT_COMMIT`` overrides
+    both (a copy of the tree without ``.git``, as on a remote GPU machine, passes it in).
+    """
+    from . import __version__
+    env = os.environ.get("GPUKIT_COMMIT")
+    if env:
+        commit, _, flag = env.partition("+")
+        return {"gpukit": __version__, "commit": commit, "dirty": flag == "dirty"}
+    commit = _git("rev-parse", "HEAD")
+    dirty = None
+    if commit:
+        status = _git("status", "--porcelain", "--untracked-files=no", "--", "gpukit", "examples")
+        dirty = bool(status)
+    return {"gpukit": __version__, "commit": commit, "dirty": dirty}
+
+
+# ----------------------------------------------------------------- files
+
+def results_dir() -> Path:
+    """Where results live: $GPUKIT_RESULTS_DIR, else the project's ``results/``."""
+    env = os.environ.get("GPUKIT_RESULTS_DIR")
+    return Path(env) if env else PROJECT / "results"
+
+
+def _json_default(obj):
+    if hasattr(obj, "to_dict"):  # gpukit.bench.Timing
+        return obj.to_dict()
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in a results file")
+
+
+def _write(path: Path, record: dict) -> Path:
+    text = json.dumps(record, indent=1, default=_json_default) + "\n"
+    return atomic_write(path, lambda fh: fh.write(text))
+
+
+def save(name: str, data: dict, *, root: Path | None = None, machine: dict | None = None) -> Path:
+    """Write ``data`` with schema, machine and code records to ``results/<slug>/<name>.json``."""
+    machine = machine or device.machine_record()
+    path = Path(root or results_dir()) / machine["slug"] / f"{name}.json"
+    record = {"benchmark": name, "schema": SCHEMA_VERSION, "machine": machine,
+              "code": code_record(), **data}
+    return _write(path, record)
+
+
+def save_part(name: str, part: str, value, *, root: Path | None = None,
+              machine: dict | None = None) -> Path:
+    """Replace one part of an existing results file, stamping only that part.
+
+    The file's own machine and code records stay as they were; the new part's records go
+    under ``stamps[part]``. Without an existing file this is :func:`save` of that one part.
+    """
+    machine = machine or device.machine_record()
+    path = Path(root or results_dir()) / machine["slug"] / f"{name}.json"
+    if not path.exists():
+        return save(name, {part: value}, root=root, machine=machine)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record[part] = value
+    record.setdefault("stamps", {})[part] = {"machine": machine, "code": code_record()}
+    return _write(path, record)
+
+
+def load(name: str, *, root: Path | None = None) -> dict[str, dict]:
+    """All recorded ``<name>.json`` files, keyed by machine slug."""
+    root = Path(root or results_dir())
+    found = {}
+    for path in sorted(root.glob(f"*/{name}.json")):
+        found[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def reference_machine() -> str:
+    """The machine whose results the site is written around (its executed notebooks too)."""
+    return os.environ.get("GPUKIT_REFERENCE", "nvidia-h200")

@@ -1,0 +1,1 @@
+"""Timing GPU code honestly: the classic timing mistakes, each measured, and the right way."""

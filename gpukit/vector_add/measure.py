@@ -1,0 +1,154 @@
+"""``gpukit bench vector-add``: every vector add on the GPU and the CPU, copies, launch pitfalls.
+
+Verifies what it times, times it with :mod:`gpukit.bench`, and returns a plain dict that
+:func:`gpukit.results.save` writes under ``results/``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from .. import bench, device
+from ..verify import check_close
+
+
+def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
+    """Every gpukit vector add on the GPU vs torch.add and the copy ceiling, plus transfers."""
+    import cupy
+    import cupyx
+    import torch
+    from numba import cuda
+
+    from . import kernels as vecadd
+
+    rows: list[dict] = []
+    nbytes = n * 4
+    traffic = 3 * nbytes  # read x, read y, write out
+
+    x = cupy.random.random(n, dtype=cupy.float32)
+    y = cupy.random.random(n, dtype=cupy.float32)
+    ref = cupy.asnumpy(x).astype(np.float64) + cupy.asnumpy(y).astype(np.float64)
+    out = cupy.empty_like(x)
+
+    ceiling = bench.copy_ceiling("cupy", nbytes=nbytes)
+    rows.append({"name": "device copy (ceiling)", **ceiling.to_dict()})
+
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    tout = torch.empty_like(tx)
+    t_torch = bench.bench(lambda: torch.add(tx, ty, out=tout), timer="torch", name="torch.add",
+                          repeat=repeat, bytes=traffic)
+    check_close(tout, ref, what="torch.add")
+    rows.append({"name": "torch.add", "backend": "torch", **t_torch.to_dict()})
+
+    variants = [
+        ("numba.cuda grid-stride", "numba-cuda", None, "numba"),
+        ("CuPy ElementwiseKernel", "cupy", "elementwise", "cupy"),
+        ("CuPy RawKernel, 1 element/thread", "cupy", "raw", "cupy"),
+        ("CuPy RawKernel, float4 loads", "cupy", "raw-vec4", "cupy"),
+    ]
+    for label, backend, impl, timer in variants:
+        out.fill(cupy.nan)  # poison: an unwritten element fails the check
+        kw = {"impl": impl} if impl else {}
+        fn = lambda: vecadd.vector_add(x, y, backend=backend, out=out, **kw)  # noqa: E731
+        t = bench.bench(fn, timer=timer, name=label, repeat=repeat, bytes=traffic)
+        out.fill(cupy.nan)
+        fn()
+        err = check_close(out, ref, what=label)
+        rows.append({"name": label, "backend": backend, "impl": impl, "max_rel_err": err,
+                     **t.to_dict()})
+    for r in rows:
+        if r.get("gbs"):
+            r["pct_of_copy"] = 100 * r["gbs"] / ceiling.gbs
+            r["pct_of_torch_add"] = 100 * r["gbs"] / t_torch.gbs
+
+    # Host <-> device copies, pageable and pinned memory.
+    host = np.random.default_rng(1).random(n, dtype=np.float32)
+    pinned = cupyx.empty_pinned((n,), dtype=np.float32)
+    pinned[...] = host
+    dev = cupy.empty(n, dtype=cupy.float32)
+    copies = []
+    for label, fn in [
+        ("host to device, pageable", lambda: dev.set(host)),
+        ("host to device, pinned", lambda: dev.set(pinned)),
+        ("device to host, pageable", lambda: dev.get(out=host)),
+        ("device to host, pinned", lambda: dev.get(out=pinned)),
+    ]:
+        t = bench.bench(fn, timer="cupy", name=label, repeat=10, bytes=nbytes)
+        copies.append({"name": label, **t.to_dict()})
+
+    # The article's bug: a kernel that is never launched, and a launch never waited for.
+    blocks, threads = vecadd._launch_config(n)
+    kernel = vecadd.add_kernel
+    dx, dy, dout = cuda.as_cuda_array(x), cuda.as_cuda_array(y), cuda.as_cuda_array(out)
+    kernel[blocks, threads](dx, dy, dout)
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    kernel[blocks, threads]  # configured, never called: nothing runs
+    not_launched = time.perf_counter() - t0
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    kernel[blocks, threads](dx, dy, dout)  # launched, but the clock stops before the GPU is done
+    no_sync = time.perf_counter() - t0
+    cuda.synchronize()
+    pitfalls = {
+        "not_launched_s": not_launched, "not_launched_gbs": traffic / not_launched / 1e9,
+        "no_sync_s": no_sync, "no_sync_gbs": traffic / no_sync / 1e9,
+        "events_s": next(r for r in rows if r["name"].startswith("numba"))["median_s"],
+    }
+
+    # End to end for a reader whose data starts on the host: copy in, add, copy out.
+    def end_to_end():
+        a = cupy.asarray(host)
+        b = cupy.asarray(host)
+        return cupy.asnumpy(vecadd.vector_add(a, b, backend="cupy"))
+    e2e = bench.bench(end_to_end, timer="cupy", name="copy in + add + copy out (pageable)",
+                      repeat=5, bytes=traffic)
+    return {"n": n, "dtype": "float32", "rows": rows, "copies": copies, "pitfalls": pitfalls,
+            "end_to_end": e2e.to_dict(), "ceiling_gbs": ceiling.gbs, "torch_add_gbs": t_torch.gbs}
+
+
+def vector_add_cpu(n: int = 2**26, repeat: int = 10) -> dict:
+    """NumPy (one core) and numba parallel (all cores) vector add, and the host copy ceiling."""
+    from . import kernels as vecadd
+    rng = np.random.default_rng(0)
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    ref = x.astype(np.float64) + y
+    out = np.empty_like(x)
+    traffic = 3 * n * 4
+    ceiling = bench.copy_ceiling("cpu", nbytes=n * 4)
+    rows = [{"name": "host copy (ceiling)", **ceiling.to_dict()}]
+    for label, backend in [("NumPy np.add (1 core)", "numpy"),
+                           ("numba parallel (all cores)", "numba-cpu")]:
+        out.fill(np.nan)
+        t = bench.bench(lambda: vecadd.vector_add(x, y, backend=backend, out=out), timer="cpu",
+                        name=label, repeat=repeat, bytes=traffic)
+        err = check_close(out, ref, what=label)
+        rows.append({"name": label, "backend": backend, "max_rel_err": err, **t.to_dict(),
+                     "pct_of_copy": 100 * (traffic / t.median_s / 1e9) / ceiling.gbs})
+    return {"n": n, "dtype": "float32", "rows": rows, "ceiling_gbs": ceiling.gbs}
+
+
+def fresh_kernel_caches() -> str:
+    """Point CuPy's on-disk kernel cache at an empty folder, so first calls include compiling.
+
+    Works only before CuPy compiles its first kernel in this process; says which happened.
+    """
+    import sys
+    import tempfile
+    if "cupy" in sys.modules:
+        return "CuPy was imported before the benchmark: its kernel cache may be warm"
+    os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpukit-cupy-cache-")
+    return "empty at start: first calls include compilation"
+
+
+def run(n: int | None, repeat: int) -> dict:
+    data = {}
+    caches = fresh_kernel_caches()
+    data["cpu"] = vector_add_cpu(min(n or 2**26, 2**28) if n else 2**26, repeat=max(3, repeat // 3))
+    if device.has_gpu() and not device.simulator_enabled():
+        data["gpu"] = vector_add_gpu(n or 2**28, repeat=repeat)
+        data["gpu"]["kernel_caches"] = caches
+    return data

@@ -1,0 +1,600 @@
+"""Where does the GPU start to win? CPU and GPU timed on the same machine, size by size.
+
+Two float32 workloads, each written once per backend:
+
+* **SAXPY**, ``out = a * x + y``: 2 FLOPs and 12 bytes per element (read x and y,
+  write out). Memory-bound on every processor.
+* **Horner**, a degree-:data:`DEGREE` polynomial per element: 2 FLOPs per degree
+  (one multiply-add) and 8 bytes (read x, write out) per element, 32 FLOPs per
+  byte: compute-bound on every processor.
+
+Backends: pure Python (on lists, small sizes only), NumPy, numba on one core, numba
+on all cores (``parallel=True`` with ``prange``), and a numba CUDA kernel timed
+alone (CUDA events) and end to end, including the copies to and from the GPU
+from pageable and from pinned host memory. Every result is checked against a
+float64 reference; outputs are poisoned with NaN first.
+
+``run(n, repeat)`` is ``gpukit bench crossover``; the renderers below turn its
+results file into the chapter's plots and tables.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+
+import numpy as np
+
+from gpukit import device
+
+#: Degree of the polynomial (DEGREE multiply-adds per element).
+NAME = "why_gpus"
+DEGREE = 128
+#: Coefficients, highest power first: all positive, so with x in [0, 1) nothing cancels
+#: and float32 stays within a few ulps per step of the float64 reference.
+COEFFS = (1.0 / np.arange(1, DEGREE + 2)).astype(np.float32)
+SAXPY_A = np.float32(2.0)
+#: Relative error allowed against float64 (SAXPY: a few ulps; Horner: DEGREE roundings).
+RTOL = {"saxpy": 1e-6, "poly": 2e-5}
+BYTES_PER_ELEMENT = {"saxpy": 12, "poly": 8}
+FLOPS_PER_ELEMENT = {"saxpy": 2, "poly": 2 * DEGREE}
+#: Elements per block of the SIMD-friendly Horner loop (128 float32 = 8 AVX-512 registers).
+BLOCK = 128
+#: Largest size for each slow backend (the fast ones go to n). Pure Python on lists only.
+CAPS = {
+    ("saxpy", "python"): 10**6, ("poly", "python"): 10**5,
+    ("saxpy", "numpy"): 10**8, ("poly", "numpy"): 10**6,
+    ("saxpy", "numba-1core"): 10**8, ("poly", "numba-1core-naive"): 10**7,
+    ("poly", "numba-1core"): 10**8,
+}
+BACKENDS = {
+    "saxpy": ["python", "numpy", "numba-1core", "numba-parallel"],
+    "poly": ["python", "numpy", "numba-1core-naive", "numba-1core", "numba-parallel"],
+}
+GPU_BACKENDS = ["gpu-kernel", "gpu-pageable", "gpu-pinned"]
+LABELS = {
+    "python": "pure Python (lists)",
+    "numpy": "NumPy (SIMD, 1 core)",
+    "numba-1core-naive": "numba, 1 core, per-element loop",
+    "numba-1core": "numba, 1 core (SIMD)",
+    "numba-parallel": "numba, all cores (SIMD + prange)",
+    "gpu-kernel": "GPU kernel alone",
+    "gpu-pageable": "GPU with copies (pageable)",
+    "gpu-pinned": "GPU with copies (pinned)",
+}
+CPU_NAMES = ("python", "numpy", "numba-1core-naive", "numba-1core", "numba-parallel")
+
+
+def sizes(n_max: int, start: int = 1000) -> list[int]:
+    """Half-decade sizes 1e3, 3.2e3, 1e4, ... up to and including ``n_max``."""
+    if n_max < 1:
+        raise ValueError("n_max must be >= 1")
+    out, k = [], round(2 * math.log10(start))
+    while round(10 ** (k / 2)) <= n_max:
+        out.append(round(10 ** (k / 2)))
+        k += 1
+    if not out or out[-1] != n_max:
+        out.append(n_max)
+    return out
+
+
+# ------------------------------------------------------------------ the kernels
+
+# --8<-- [start:python]
+def saxpy_python(a, x, y, out):
+    for i in range(len(x)):
+        out[i] = a * x[i] + y[i]
+
+
+def horner_python(x, c, out):
+    for i in range(len(x)):
+        xi = x[i]
+        p = c[0]
+        for k in range(1, len(c)):
+            p = p * xi + c[k]      # one multiply-add per degree
+        out[i] = p
+# --8<-- [end:python]
+
+
+# --8<-- [start:numpy]
+def saxpy_numpy(a, x, y, out):
+    np.multiply(x, a, out=out)     # one pass over memory...
+    np.add(out, y, out=out)        # ...and a second one
+
+
+def horner_numpy(x, c, out):
+    out.fill(c[0])
+    for k in range(1, len(c)):     # 2 passes over the whole array per degree
+        np.multiply(out, x, out=out)
+        np.add(out, c[k], out=out)
+# --8<-- [end:numpy]
+
+
+def _numba_cpu():
+    """Compile the CPU kernels on first use (numba is imported lazily)."""
+    global _CPU
+    if _CPU is not None:
+        return _CPU
+    import numba
+    from numba import njit, prange
+
+    # --8<-- [start:numba_cpu]
+    @njit(fastmath=True)
+    def saxpy_1core(a, x, y, out):
+        for i in range(x.size):                # LLVM vectorises this loop by itself
+            out[i] = a * x[i] + y[i]
+
+    @njit(fastmath=True, parallel=True)
+    def saxpy_parallel(a, x, y, out):
+        for i in prange(x.size):               # split over all cores, then vectorised
+            out[i] = a * x[i] + y[i]
+
+    # The same loop as horner_python: the innermost loop is the chain p -> p*x + c,
+    # each step waiting for the last, so the compiler cannot spread it over SIMD lanes.
+    @njit(fastmath=True)
+    def horner_1core_naive(x, c, out):
+        for i in range(x.size):
+            xi = x[i]
+            p = c[0]
+            for k in range(1, c.size):
+                p = p * xi + c[k]
+            out[i] = p
+
+    # SIMD-friendly: the innermost loop runs across BLOCK elements, which are
+    # independent, so LLVM turns it into AVX-512/AVX2 multiply-adds on whole registers.
+    @njit(fastmath=True, inline="always")
+    def horner_range(x, c, out, start, stop):
+        p = np.empty(BLOCK, np.float32)
+        xs = np.empty(BLOCK, np.float32)
+        full = start + (stop - start) // BLOCK * BLOCK
+        for s in range(start, full, BLOCK):
+            for j in range(BLOCK):
+                xs[j] = x[s + j]
+                p[j] = c[0]
+            for k in range(1, c.size):
+                ck = c[k]
+                for j in range(BLOCK):         # 16 lanes x 8 registers per step
+                    p[j] = p[j] * xs[j] + ck
+            for j in range(BLOCK):
+                out[s + j] = p[j]
+        for i in range(full, stop):            # the last partial block, one at a time
+            xi = x[i]
+            q = c[0]
+            for k in range(1, c.size):
+                q = q * xi + c[k]
+            out[i] = q
+
+    @njit(fastmath=True)
+    def horner_1core(x, c, out):
+        horner_range(x, c, out, 0, x.size)
+
+    @njit(fastmath=True, parallel=True)
+    def horner_parallel(x, c, out):
+        chunk = 64 * BLOCK
+        for b in prange((x.size + chunk - 1) // chunk):
+            horner_range(x, c, out, b * chunk, min((b + 1) * chunk, x.size))
+    # --8<-- [end:numba_cpu]
+
+    @njit(parallel=True)
+    def fill_uniform(out, seed):
+        """Fill with floats in [0, 1) from a counter-based hash (splitmix64), in parallel."""
+        for i in prange(out.size):
+            z = np.uint64(i) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+            out[i] = np.float32(z >> np.uint64(40)) * np.float32(1.0 / 16777216.0)
+
+    @njit(parallel=True)
+    def fill_nan(out):
+        for i in prange(out.size):
+            out[i] = np.nan
+
+    @njit(parallel=True)
+    def count_nonfinite(out):
+        bad = 0
+        for i in prange(out.size):
+            if not np.isfinite(out[i]):
+                bad += 1
+        return bad
+
+    _CPU = {"saxpy_1core": saxpy_1core, "saxpy_parallel": saxpy_parallel,
+            "horner_1core_naive": horner_1core_naive, "horner_1core": horner_1core,
+            "horner_parallel": horner_parallel, "fill_uniform": fill_uniform,
+            "fill_nan": fill_nan, "count_nonfinite": count_nonfinite,
+            "threads": numba.get_num_threads()}
+    return _CPU
+
+
+_CPU = None
+_GPU = None
+cuda = None  # numba.cuda, imported on first use
+
+
+def _numba_cuda():
+    """Compile-on-first-call numba CUDA kernels (real GPU, or numba's simulator)."""
+    global _GPU, cuda
+    if _GPU is not None:
+        return _GPU
+    from numba import cuda  # a module global: numba's simulator swaps it inside kernels
+
+    # --8<-- [start:cuda]
+    @cuda.jit
+    def saxpy_kernel(a, x, y, out):
+        i = cuda.grid(1)                       # one thread per element
+        if i < x.size:                         # the last block runs past the end
+            out[i] = a * x[i] + y[i]
+
+    @cuda.jit
+    def horner_kernel(x, out):
+        c = cuda.const.array_like(COEFFS)      # coefficients in constant memory
+        i = cuda.grid(1)
+        if i < x.size:
+            xi = x[i]
+            p = c[0]
+            for k in range(1, c.size):         # the per-element loop of horner_python
+                p = p * xi + c[k]
+            out[i] = p
+    # --8<-- [end:cuda]
+
+    _GPU = {"saxpy": saxpy_kernel, "poly": horner_kernel}
+    return _GPU
+
+
+THREADS_PER_BLOCK = 256
+
+
+def launch(work: str, n: int, *args) -> None:
+    """Launch the ``work`` kernel ("saxpy" or "poly") over n elements of device arrays."""
+    if n == 0:
+        return
+    blocks = (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    _numba_cuda()[work][blocks, THREADS_PER_BLOCK](*args)
+
+
+def compute(work: str, backend: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+    """One result of ``work`` ("saxpy" or "poly") with ``backend``, as a float32 NumPy array.
+
+    Convenience for tests and small examples: allocates, copies, computes. Backends:
+    ``python``, ``numpy``, ``numba-1core``, ``numba-1core-naive`` (poly only),
+    ``numba-parallel``, ``gpu`` (numba CUDA; the simulator without a GPU).
+    """
+    if work not in BYTES_PER_ELEMENT:
+        raise ValueError(f"unknown work {work!r}; choose saxpy or poly")
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 1:
+        raise ValueError("x must be one-dimensional")
+    if work == "saxpy":
+        if y is None:
+            raise ValueError("saxpy needs y")
+        y = np.ascontiguousarray(y, dtype=np.float32)
+        if y.shape != x.shape:
+            raise ValueError(f"x and y differ in shape: {x.shape} vs {y.shape}")
+    out = np.full_like(x, np.nan)
+    if backend == "python":
+        res = [math.nan] * x.size
+        if work == "saxpy":
+            saxpy_python(float(SAXPY_A), x.tolist(), y.tolist(), res)
+        else:
+            horner_python(x.tolist(), COEFFS.tolist(), res)
+        out[:] = res
+    elif backend == "numpy":
+        saxpy_numpy(SAXPY_A, x, y, out) if work == "saxpy" else horner_numpy(x, COEFFS, out)
+    elif backend == "gpu":
+        if x.size == 0:
+            return out
+        from numba import cuda
+        dx, dout = cuda.to_device(x), cuda.to_device(out)
+        if work == "saxpy":
+            launch("saxpy", x.size, SAXPY_A, dx, cuda.to_device(y), dout)
+        else:
+            launch("poly", x.size, dx, dout)
+        out = dout.copy_to_host()
+    else:
+        fn = _cpu_fn(work, backend)
+        fn(SAXPY_A, x, y, out) if work == "saxpy" else fn(x, COEFFS, out)
+    return out
+
+
+def _cpu_fn(work: str, backend: str):
+    k = _numba_cpu()
+    table = {("saxpy", "numba-1core"): k["saxpy_1core"], ("saxpy", "numba-parallel"): k["saxpy_parallel"],
+             ("poly", "numba-1core-naive"): k["horner_1core_naive"], ("poly", "numba-1core"): k["horner_1core"],
+             ("poly", "numba-parallel"): k["horner_parallel"]}
+    if (work, backend) not in table:
+        raise ValueError(f"no backend {backend!r} for {work}")
+    return table[(work, backend)]
+
+
+def reference(work: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+    """The float64 result (Horner in float64 with the same float32 coefficients)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    if work == "saxpy":
+        return float(SAXPY_A) * x64 + np.asarray(y, dtype=np.float64)
+    p = np.full_like(x64, float(COEFFS[0]))
+    for ck in COEFFS[1:].astype(np.float64):
+        p = p * x64 + ck
+    return p
+
+
+# ------------------------------------------------------------------ the crossover
+
+def best_cpu(rows: list[dict]) -> dict[int, float]:
+    """Fastest CPU median time at each size among rows of CPU backends."""
+    best: dict[int, float] = {}
+    for r in rows:
+        if r.get("backend") in CPU_NAMES and r.get("median_s") is not None:
+            best[r["size"]] = min(best.get(r["size"], math.inf), r["median_s"])
+    return best
+
+
+def crossover(rows: list[dict], gpu_backend: str) -> int | None:
+    """Smallest measured size from which on ``gpu_backend`` beats the best CPU row.
+
+    The GPU must be faster at that size and at every larger size where both were
+    measured; None when it never is (or the last size is not a win).
+    """
+    cpu = best_cpu(rows)
+    gpu = {r["size"]: r["median_s"] for r in rows
+           if r.get("backend") == gpu_backend and r.get("median_s") is not None}
+    common = sorted(set(cpu) & set(gpu))
+    found = None
+    for s in reversed(common):
+        if gpu[s] < cpu[s]:
+            found = s
+        else:
+            break
+    return found
+
+
+# ------------------------------------------------------------------ measuring
+
+def _repeats(t_est: float, repeat: int, floor: int = 3) -> tuple[int, int]:
+    """(warmup, repeat) so that one (backend, size) costs about 0.3 s at most."""
+    if t_est > 0.2:
+        return 0, floor
+    return (1 if t_est > 0.02 else 3), max(floor, min(repeat, int(0.3 / max(t_est, 1e-7))))
+
+
+def _cpu_rss_limit() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def default_n(gpu: bool) -> int:
+    """1e9 with a GPU; otherwise the largest half-decade that fits comfortably (<= 1e8)."""
+    if gpu:
+        return 10**9
+    fits = _cpu_rss_limit() // (4 * 12)   # x, y, out in float32, a quarter of the RAM
+    return max(s for s in sizes(10**8) if s <= max(fits, 1000))
+
+
+def hardware_facts(gpu: bool) -> dict:
+    """Cores, SIMD lanes, clocks and peak rates of the CPU (and GPU), from the machine."""
+    cpu = device.cpu_info()
+    lanes = 16 if "avx512f" in cpu["simd"] else 8 if "avx2" in cpu["simd"] else 4
+    mhz = None
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", encoding="utf-8") as fh:
+            mhz = int(fh.read()) / 1000
+    except (OSError, ValueError):
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("cpu MHz"):
+                        mhz = float(line.split(":")[1])
+                        break
+        except (OSError, ValueError):
+            pass
+    threads = _numba_cpu()["threads"]
+    facts = {"n": 0, "rows": [], "cpu": {
+        "model": cpu["model"], "cores_used": threads, "usable_cpus": cpu["usable_cpus"],
+        "NUMBA_NUM_THREADS": os.environ.get("NUMBA_NUM_THREADS"), "simd": cpu["simd"],
+        "fp32_lanes": lanes, "clock_mhz": mhz,
+        # one FMA unit per core assumed (2 FLOPs per lane per cycle); many server cores have two
+        "peak_gflops_1fma": threads * lanes * 2 * mhz / 1e3 if mhz else None}}
+    if gpu:
+        g = device.gpu_properties() or {}
+        cc = g.get("compute_capability", "0.0")
+        major, minor = (int(v) for v in cc.split("."))
+        # FP32 lanes per SM: 64 on Volta/Turing/A100 (7.x, 8.0), 128 on GA10x/Ada/Hopper/Blackwell
+        lanes_sm = 64 if major < 8 or (major, minor) == (8, 0) else 128
+        clock = g.get("sm_clock_mhz")
+        sms = g.get("multiprocessors")
+        facts["gpu"] = {"name": g.get("name"), "compute_capability": cc, "sms": sms,
+                        "fp32_lanes_per_sm": lanes_sm, "clock_mhz": clock,
+                        "peak_tflops": sms * lanes_sm * 2 * clock / 1e6 if sms and clock else None,
+                        "theoretical_bandwidth_gbs": g.get("theoretical_bandwidth_gbs")}
+    return facts
+
+
+def _check(work, out, x, y, size, what, k) -> float:
+    """All elements finite (poisoned with NaN before), values close to float64 on a sample."""
+    bad = k["count_nonfinite"](out[:size]) if size else 0
+    if bad:
+        raise AssertionError(f"{what}: {bad} of {size} elements are NaN or inf (never written?)")
+    idx = np.arange(size) if size <= 200_000 else np.unique(
+        np.r_[0, size - 1, np.random.default_rng(size).integers(0, size, 200_000)])
+    if size == 0:
+        return 0.0
+    ref = reference(work, x[idx], None if y is None else y[idx])
+    err = float(np.max(np.abs(out[idx].astype(np.float64) - ref) / np.abs(ref)))
+    if not err <= RTOL[work]:
+        raise AssertionError(f"{what}: max relative error {err:.3g} exceeds {RTOL[work]:g}")
+    return err
+
+
+def _measure_work(work: str, n_max: int, repeat: int, gpu: bool, bufs: dict, log) -> dict:
+    from gpukit import bench
+    k = _numba_cpu()
+    x, y, out = bufs["x"], bufs["y"], bufs["out"]
+    rows, errors = [], []
+    nbytes, nflops = BYTES_PER_ELEMENT[work], FLOPS_PER_ELEMENT[work]
+    backends = BACKENDS[work] + (GPU_BACKENDS if gpu else [])
+    for backend in backends:
+        cap = min(n_max, CAPS.get((work, backend), n_max))
+        t_backend = time.perf_counter()
+        for size in sizes(cap):
+            try:
+                xs, ys, os_ = x[:size], y[:size], out[:size]
+                k["fill_nan"](os_)
+                fn, timer, result, lists = _prepare(work, backend, size, xs, ys, os_, bufs)
+                t0 = time.perf_counter()
+                fn()
+                if timer == "numba":
+                    from numba import cuda
+                    cuda.synchronize()
+                t_est = time.perf_counter() - t0
+                t_steady = t_est
+                if size == sizes(cap)[0] and t_est > 0.02:
+                    # The first call at the first size includes compiling: choose the number
+                    # of repeats from a second call, or the smallest size gets 3 and no warm-up.
+                    t0 = time.perf_counter()
+                    fn()
+                    if timer == "numba":
+                        cuda.synchronize()
+                    t_steady = time.perf_counter() - t0
+                warm, rep = _repeats(t_steady, repeat, floor=1 if backend == "python" else 3)
+                t = bench.bench(fn, timer=timer, name=backend, warmup=warm, repeat=rep,
+                                bytes=nbytes * size, flops=nflops * size)
+                result()                        # the output back into `out`, checked
+                err = _check(work, out, x, y, size, f"{work} {backend} n={size}", k)
+                row = {**t.to_dict(), "name": f"{LABELS[backend]} @ {size:,}", "backend": backend,
+                       "size": size, "max_rel_err": err, "first_call_s": t_est}
+                row.pop("samples_s")
+                row["gflops"] = nflops * size / t.median_s / 1e9
+                rows.append(row)
+            except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+                errors.append({"backend": backend, "size": size, "error": f"{type(exc).__name__}: {exc}"})
+                log(f"    {work} {backend} n={size:,}: FAILED {type(exc).__name__}: {exc}")
+                break
+        done = [r for r in rows if r["backend"] == backend]
+        if done:
+            last = done[-1]
+            log(f"  {work:<5} {backend:<18} up to {last['size']:>13,}: {last['median_s'] * 1e3:10.3f} ms, "
+                f"{last['gbs']:8.1f} GB/s, {last['gflops']:9.1f} GFLOP/s   ({time.perf_counter() - t_backend:.1f} s)")
+    # The first call at the smallest size includes compilation (numba) or module load (CUDA).
+    first = {}
+    for backend in backends:
+        done = [r for r in rows if r["backend"] == backend]
+        if done:
+            first[backend] = {"size": done[0]["size"], "first_call_s": done[0]["first_call_s"],
+                              "median_s": done[0]["median_s"]}
+    return {"n": n_max, "work": work, "degree": DEGREE if work == "poly" else None,
+            "bytes_per_element": nbytes, "flops_per_element": nflops, "rows": rows,
+            "errors": errors, "first_calls": first,
+            "crossover": {b: crossover(rows, b) for b in GPU_BACKENDS if gpu}}
+
+
+def _prepare(work, backend, size, xs, ys, os_, bufs):
+    """(fn, timer, result) for one backend at one size; result() leaves the output in os_."""
+    noop = lambda: None  # noqa: E731
+    if backend == "python":
+        xl, yl, res = xs.tolist(), ys.tolist(), [math.nan] * size
+        cl = COEFFS.tolist()
+        if work == "saxpy":
+            fn = lambda: saxpy_python(float(SAXPY_A), xl, yl, res)  # noqa: E731
+        else:
+            fn = lambda: horner_python(xl, cl, res)  # noqa: E731
+
+        def result():
+            os_[:] = res
+        return fn, "cpu", result, True
+    if backend == "numpy":
+        if work == "saxpy":
+            return (lambda: saxpy_numpy(SAXPY_A, xs, ys, os_)), "cpu", noop, False
+        return (lambda: horner_numpy(xs, COEFFS, os_)), "cpu", noop, False
+    if backend.startswith("numba"):
+        f = _cpu_fn(work, backend)
+        if work == "saxpy":
+            return (lambda: f(SAXPY_A, xs, ys, os_)), "cpu", noop, False
+        return (lambda: f(xs, COEFFS, os_)), "cpu", noop, False
+    # GPU: device buffers were allocated once at the largest size; slices are views.
+    dx, dy, dout = bufs["dx"][:size], bufs["dy"][:size], bufs["dout"][:size]
+    if work == "saxpy":
+        args = (SAXPY_A, dx, dy, dout)
+    else:
+        args = (dx, dout)
+    if backend == "gpu-kernel":
+        dx.copy_to_device(xs)
+        if work == "saxpy":
+            dy.copy_to_device(ys)
+        dout.copy_to_device(os_)                 # the NaN poison, on the device too
+
+        def result():
+            dout.copy_to_host(os_)
+        return (lambda: launch(work, size, *args)), "numba", result, False
+    hx, hy, hout = (xs, ys, os_) if backend == "gpu-pageable" else (
+        bufs["px"][:size], bufs["py"][:size], bufs["pout"][:size])
+    if backend == "gpu-pinned":
+        hx[:] = xs
+        hy[:] = ys
+        hout[:] = np.nan
+
+    def end_to_end():                            # what a program whose data is on the host pays
+        dx.copy_to_device(hx)
+        if work == "saxpy":
+            dy.copy_to_device(hy)
+        launch(work, size, *args)
+        dout.copy_to_host(hout)                  # synchronous: the result is on the host
+
+    def result():
+        if hout is not os_:
+            os_[:] = hout
+    return end_to_end, "cpu", result, False
+
+
+def run(n: int | None, repeat: int = 30) -> dict:
+    """Both workloads on every backend, sizes 1e3 .. n; GPU rows only with a real GPU."""
+    t_start = time.perf_counter()
+    gpu = device.has_gpu() and not device.simulator_enabled()
+    n_max = int(n or default_n(gpu))
+    repeat = max(3, repeat)
+
+    def log(msg):
+        print(msg, flush=True)
+
+    k = _numba_cpu()
+    log(f"crossover: sizes 1e3 .. {n_max:,}, numba threads {k['threads']}, GPU: {gpu}")
+    bufs = {"x": np.empty(n_max, np.float32), "y": np.empty(n_max, np.float32),
+            "out": np.empty(n_max, np.float32)}
+    k["fill_uniform"](bufs["x"], 1)
+    k["fill_uniform"](bufs["y"], 2)
+    data: dict = {}
+    try:
+        data["hardware"] = hardware_facts(gpu)
+    except Exception as exc:  # noqa: BLE001
+        data["hardware"] = {"n": n_max, "rows": [], "error": f"{type(exc).__name__}: {exc}"}
+    data["hardware"]["n"] = n_max
+    if gpu:
+        try:
+            from numba import cuda
+            from numba.core.errors import NumbaPerformanceWarning
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)  # tiny grids at 1e3 are the point
+            bufs.update(dx=cuda.device_array(n_max, np.float32), dy=cuda.device_array(n_max, np.float32),
+                        dout=cuda.device_array(n_max, np.float32))
+            t0 = time.perf_counter()
+            bufs.update(px=cuda.pinned_array(n_max, np.float32), py=cuda.pinned_array(n_max, np.float32),
+                        pout=cuda.pinned_array(n_max, np.float32))
+            data["hardware"]["pinned_alloc_s"] = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001
+            log(f"  GPU buffers: FAILED {type(exc).__name__}: {exc}")
+            data["hardware"]["gpu_error"] = f"{type(exc).__name__}: {exc}"
+            gpu = False
+    for work in ("saxpy", "poly"):
+        try:
+            data[work] = _measure_work(work, n_max, repeat, gpu, bufs, log)
+        except Exception as exc:  # noqa: BLE001
+            log(f"  {work}: FAILED {type(exc).__name__}: {exc}")
+            data[work] = {"n": n_max, "rows": [], "errors": [{"error": f"{type(exc).__name__}: {exc}"}]}
+        c = data[work].get("crossover")
+        if c:
+            log(f"  {work} crossover (GPU faster than the best CPU from): "
+                + ", ".join(f"{b}: {v if v is None else f'{v:,}'}" for b, v in c.items()))
+    data["hardware"]["total_s"] = time.perf_counter() - t_start
+    log(f"crossover: total {data['hardware']['total_s']:.1f} s")
+    return data

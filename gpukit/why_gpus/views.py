@@ -1,0 +1,318 @@
+"""The chapter's tables and plots, drawn from its results files."""
+
+from __future__ import annotations
+
+from .. import pages  # noqa: F401
+
+
+from .measure import BACKENDS, CPU_NAMES, DEGREE, GPU_BACKENDS, LABELS, NAME  # noqa: F401
+
+
+# ------------------------------------------------------------------ renderers
+
+COLORS = {"python": "#8d6e63", "numpy": "#fb8c00", "numba-1core-naive": "#9e9e9e",
+          "numba-1core": "#1e88e5", "numba-parallel": "#283593", "gpu-kernel": "#2e7d32",
+          "gpu-pageable": "#d32f2f", "gpu-pinned": "#8e24aa"}
+#: Line style of each GPU variant: the same style marks its crossover line.
+GPU_STYLE = {"gpu-kernel": "-", "gpu-pageable": "--", "gpu-pinned": ":"}
+#: Short column heads for the wide tables.
+SHORT = {"python": "Python", "numpy": "NumPy", "numba-1core-naive": "1 core, per element",
+         "numba-1core": "1 core, SIMD", "numba-parallel": "all cores", "gpu-kernel": "GPU kernel",
+         "gpu-pageable": "GPU + copies, pageable", "gpu-pinned": "GPU + copies, pinned"}
+TITLES = {"saxpy": "SAXPY out = a·x + y (memory-bound, 12 B/element)",
+          "poly": f"Degree-{DEGREE} polynomial (compute-bound, {2 * DEGREE} FLOP/element)"}
+
+
+def _where(data: dict) -> str:
+    m = data["machine"]
+    cpu = f"{m['cpu']['model']} ({data['hardware']['cpu']['cores_used']} threads)"
+    return (m["gpu"]["name"] + " + " + cpu) if m.get("gpu") else cpu + ", no GPU"
+
+
+def _svg(fig) -> str:
+    return pages.svg(fig)
+
+
+def plot_svg(data: dict, work: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    part = data[work]
+    if not part.get("rows"):
+        raise pages.NotRecorded(work)
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=100)
+        fig.patch.set_facecolor("white")
+        for backend in BACKENDS[work] + GPU_BACKENDS:
+            rs = [r for r in part["rows"] if r["backend"] == backend]
+            if not rs:
+                continue
+            ax.loglog([r["size"] for r in rs], [r["median_s"] for r in rs], GPU_STYLE.get(backend, "-"),
+                      marker="o", markersize=3.5, linewidth=1.6, color=COLORS[backend], label=LABELS[backend])
+        for backend, ls in GPU_STYLE.items():
+            s = part.get("crossover", {}).get(backend)
+            if s:
+                ax.axvline(s, color=COLORS[backend], linestyle=ls, linewidth=1.2, alpha=0.8)
+                ax.annotate(f"GPU wins from here: {LABELS[backend].replace('GPU ', '')} ({s:,})",
+                            (s, 0.02), xycoords=("data", "axes fraction"), rotation=90,
+                            va="bottom", ha="right", fontsize=7.5, color=COLORS[backend])
+        ax.set_xlabel("elements (float32), log scale")
+        ax.set_ylabel("median time per call (s), log scale")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
+        ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9)
+        return _svg(fig)
+
+
+def _at(part: dict, backend: str, size: int | None = None) -> dict | None:
+    rs = [r for r in part["rows"] if r["backend"] == backend and (size is None or r["size"] == size)]
+    return rs[-1] if rs else None
+
+
+def _best_cpu_row(part: dict, size: int) -> dict | None:
+    rs = [r for r in part["rows"] if r["backend"] in CPU_NAMES and r["size"] == size]
+    return min(rs, key=lambda r: r["median_s"]) if rs else None
+
+
+def _common_top(part: dict, a: str, b: str) -> int | None:
+    """Largest size measured for both backends a and b."""
+    both = {r["size"] for r in part["rows"] if r["backend"] == a} & {
+        r["size"] for r in part["rows"] if r["backend"] == b}
+    return max(both) if both else None
+
+
+def _ratio(part: dict, slow: str, fast: str) -> tuple[float, int] | None:
+    """(time of slow / time of fast, size) at the largest size both measured."""
+    s = _common_top(part, slow, fast)
+    if s is None:
+        return None
+    return _at(part, slow, s)["median_s"] / _at(part, fast, s)["median_s"], s
+
+
+def key_numbers(data: dict) -> list[tuple[str, str]]:
+    """The numbers the chapter's prose talks about, derived from one results file."""
+    from gpukit.pages import fmt_num, fmt_time
+    h, sax, pol = data["hardware"], data["saxpy"], data["poly"]
+    c, g = h["cpu"], h.get("gpu")
+    out: list[tuple[str, str]] = []
+    if g and _at(sax, "gpu-kernel"):
+        small = sorted(r["median_s"] for part in (sax, pol) for r in part["rows"]
+                       if r["backend"] == "gpu-kernel" and r["size"] <= 10**5)
+        out.append(("GPU kernel alone, 1,000 to 100,000 elements: the fixed cost of a launch from Python "
+                    "(median over both workloads)", fmt_time(small[len(small) // 2])))
+        small_c = sorted(r["median_s"] for part in (sax, pol) for r in part["rows"]
+                         if r["backend"] == "gpu-pinned" and r["size"] <= 10**5)
+        out.append(("GPU with copies from pinned memory, same sizes: the fixed cost of two copies and "
+                    "a launch", fmt_time(small_c[len(small_c) // 2])))
+    one = _at(sax, "numba-1core", min(r["size"] for r in sax["rows"]))
+    if one:
+        out.append((f"one CPU core, SAXPY of {one['size']:,} elements", fmt_time(one["median_s"])))
+    par = [r for r in sax["rows"] if r["backend"] == "numba-parallel"]
+    if par:
+        top = max(par, key=lambda r: r["gbs"])
+        last = par[-1]
+        out.append((f"all CPU cores, SAXPY: fastest rate, at {top['size']:,} elements "
+                    f"({fmt_num(top['size'] * 12 / 1e6, 0)} MB of arrays)", f"{fmt_num(top['gbs'], 1)} GB/s"))
+        out.append((f"all CPU cores, SAXPY at {last['size']:,} elements "
+                    f"({fmt_num(last['size'] * 12 / 1e9, 1)} GB of arrays)", f"{fmt_num(last['gbs'], 1)} GB/s"))
+    cross = sax.get("crossover", {}).get("gpu-kernel")
+    if cross:
+        out.append(("SAXPY crossover, kernel alone: size of the arrays there",
+                    f"{fmt_num(cross * 12 / 1e6, 0)} MB"))
+    if g and g.get("theoretical_bandwidth_gbs") and _at(sax, "gpu-kernel"):
+        r = _at(sax, "gpu-kernel")
+        out.append((f"GPU SAXPY kernel at {r['size']:,} elements: share of the data-sheet bandwidth "
+                    f"({fmt_num(g['theoretical_bandwidth_gbs'])} GB/s)",
+                    f"{100 * r['gbs'] / g['theoretical_bandwidth_gbs']:.0f}%"))
+    if g and g.get("peak_tflops") and _at(pol, "gpu-kernel"):
+        r = _at(pol, "gpu-kernel")
+        out.append((f"GPU polynomial kernel at {r['size']:,} elements: share of peak FP32 "
+                    f"({fmt_num(g['peak_tflops'], 1)} TFLOP/s)",
+                    f"{100 * r['gflops'] / (g['peak_tflops'] * 1e3):.1f}%"))
+    if c.get("peak_gflops_1fma"):
+        r = _at(pol, "numba-parallel")
+        if r:
+            out.append((f"CPU polynomial, all {c['cores_used']} cores, {r['size']:,} elements: share of peak "
+                        f"with one FMA unit per core ({fmt_num(c['peak_gflops_1fma'])} GFLOP/s)",
+                        f"{100 * r['gflops'] / c['peak_gflops_1fma']:.0f}%"))
+        r = _at(pol, "numba-1core")
+        if r:
+            per_core = c["peak_gflops_1fma"] / c["cores_used"]
+            out.append((f"CPU polynomial, one core, {r['size']:,} elements: share of one core's peak "
+                        f"({fmt_num(per_core)} GFLOP/s)", f"{100 * r['gflops'] / per_core:.0f}%"))
+    r = _at(pol, "numba-1core-naive")
+    if r and c.get("clock_mhz"):
+        out.append(("one core, per-element polynomial loop: multiply-adds per clock cycle "
+                    f"(at the reported {fmt_num(c['clock_mhz'])} MHz)",
+                    f"{r['gflops'] / 2 / (c['clock_mhz'] / 1e3):.2f}"))
+    n = c["cores_used"]
+    for part, label, slow, fast in (
+            (pol, "polynomial, one core: speed-up of the SIMD-friendly loop over the per-element loop",
+             "numba-1core-naive", "numba-1core"),
+            (pol, "polynomial: speed-up of NumPy over the compiled per-element loop", "numba-1core-naive", "numpy"),
+            (pol, f"polynomial: speed-up of all {n} cores over one core", "numba-1core", "numba-parallel"),
+            (sax, f"SAXPY: speed-up of all {n} cores over one core", "numba-1core", "numba-parallel"),
+            (sax, "SAXPY, one core: speed-up of the compiled loop over NumPy", "numpy", "numba-1core")):
+        q = _ratio(part, slow, fast)
+        if q:
+            out.append((f"{label}, at {q[1]:,} elements", f"{q[0]:.1f}x"))
+    if g:
+        for b in ("gpu-pageable", "gpu-pinned"):
+            r = _at(sax, b)
+            if r:
+                out.append((f"SAXPY with copies ({b[4:]}) at {r['size']:,} elements: bytes moved per second",
+                            f"{fmt_num(r['gbs'], 1)} GB/s"))
+        r, k = _at(pol, "gpu-pinned"), _at(pol, "gpu-kernel")
+        if r and k and r["size"] == k["size"]:
+            out.append((f"polynomial with pinned copies at {r['size']:,} elements: share of the time "
+                        "spent in the kernel", f"{100 * k['median_s'] / r['median_s']:.0f}%"))
+    return out
+
+
+def speedups(data: dict) -> list[list[str]]:
+    """GPU kernel alone (and with pinned copies) against each CPU implementation, at the
+    largest size both measured."""
+    rows = []
+    for work in ("saxpy", "poly"):
+        part = data[work]
+        for b in BACKENDS[work]:
+            q = _ratio(part, b, "gpu-kernel")
+            if q is None:
+                continue
+            p = _ratio(part, b, "gpu-pinned")
+            rows.append([work if work == "saxpy" else "polynomial", LABELS[b], f"{q[1]:,}", f"{q[0]:,.1f}x",
+                         f"{p[0]:,.2f}x" if p and p[1] == q[1] else "-"])
+    return rows
+
+
+def _register() -> None:
+    from gpukit.pages import fmt_num, fmt_time, table
+
+    for work in ("saxpy", "poly"):
+        def plot(slug: str, data: dict, work=work) -> str:
+            return ('<figure class="gpukit-plot">\n' + plot_svg(data, work) + "\n</figure>")
+        pages.renderer(NAME, f"{work}-plot")(plot)
+
+    @pages.renderer(NAME, "times")
+    def times(slug: str, data: dict) -> str:
+        out = [f"**{_where(data)}**"]
+        for work in ("saxpy", "poly"):
+            part = data[work]
+            szs = sorted({r["size"] for r in part["rows"]})
+            for side, names in (("CPU", BACKENDS[work]), ("GPU", GPU_BACKENDS)):
+                present = [b for b in names if _at(part, b)]   # two narrower tables, not one too wide
+                if not present:
+                    continue
+                rows = []
+                for s in szs:
+                    row = [f"{s:,}"]
+                    for b in present:
+                        r = _at(part, b, s)
+                        row.append(fmt_time(r["median_s"]) if r else "-")
+                    rows.append(row)
+                out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
+                           + table(["elements"] + [SHORT[b] for b in present], rows))
+            for e in part.get("errors", []):
+                out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
+        return "\n\n".join(out)
+
+    @pages.renderer(NAME, "summary")
+    def summary(slug: str, data: dict) -> str:
+        rows = []
+        for work in ("saxpy", "poly"):
+            part = data[work]
+            top = max(r["size"] for r in part["rows"])
+            best = _best_cpu_row(part, top)
+            one = _at(part, "numba-1core") or _at(part, "numba-1core-naive")
+            picked = []
+            for r in [one, best] + [_at(part, b, top) for b in GPU_BACKENDS]:
+                if r is None or any(r is p for p in picked):
+                    continue
+                picked.append(r)
+                ref = _best_cpu_row(part, r["size"])     # compared at the row's own size
+                label = LABELS[r["backend"]] + (" (best CPU)" if r is ref else "")
+                rate = (f"{fmt_num(r['gbs'], 1)} GB/s" if work == "saxpy"
+                        else f"{fmt_num(r['gflops'], 1)} GFLOP/s")
+                rows.append([work if work == "saxpy" else f"polynomial, degree {DEGREE}", label,
+                             f"{r['size']:,}", fmt_time(r["median_s"]), rate,
+                             f"{ref['median_s'] / r['median_s']:.2f}x"])
+        return f"**{_where(data)}**\n\n" + table(
+            ["workload", "implementation", "elements", "median", "rate", "speed vs best CPU at that size"],
+            rows, "llrrrr")
+
+    @pages.renderer(NAME, "key-numbers")
+    def key(slug: str, data: dict) -> str:
+        return f"**{_where(data)}**\n\n" + table(["", "measured"], [list(r) for r in key_numbers(data)], "lr")
+
+    @pages.renderer(NAME, "speedups")
+    def speed(slug: str, data: dict) -> str:
+        if not data["machine"].get("gpu"):
+            raise pages.NotRecorded("gpu")
+        return f"**{_where(data)}**\n\n" + table(
+            ["workload", "CPU implementation", "elements", "GPU kernel alone is faster by",
+             "GPU with pinned copies is faster by"], speedups(data), "llrrr")
+
+    @pages.renderer(NAME, "crossover")
+    def cross(slug: str, data: dict) -> str:
+        if not data["machine"].get("gpu"):
+            raise pages.NotRecorded("gpu")
+        rows = []
+        for work in ("saxpy", "poly"):
+            c = data[work].get("crossover", {})
+            rows.append([TITLES[work]] + [f"{c[b]:,}" if c.get(b) else "never (up to "
+                                          f"{data[work]['n']:,})" for b in GPU_BACKENDS])
+        return f"**{_where(data)}**\n\n" + table(
+            ["workload", "GPU kernel alone", "with copies, pageable", "with copies, pinned"], rows, "lrrr")
+
+    @pages.renderer(NAME, "hardware")
+    def hardware(slug: str, data: dict) -> str:
+        h = data["hardware"]
+        c, g = h["cpu"], h.get("gpu")
+        sax, pol = data["saxpy"], data["poly"]
+        top_s = max(r["size"] for r in sax["rows"])
+        top_p = max(r["size"] for r in pol["rows"])
+        cpu_bw = _best_cpu_row(sax, top_s)["gbs"]
+        cpu_fl = _best_cpu_row(pol, top_p)["gflops"]
+        simd = "AVX-512" if c["fp32_lanes"] == 16 else "AVX2" if c["fp32_lanes"] == 8 else "SSE"
+        clock = f"{c['clock_mhz']:,.0f} MHz" if c.get("clock_mhz") else "unknown"
+        rows = [
+            ["parallel units", f"{c['cores_used']} cores (numba threads)", f"{g['sms']} SMs" if g else "-"],
+            ["FP32 lanes per unit", f"{c['fp32_lanes']} ({simd})",
+             f"{g['fp32_lanes_per_sm']} (compute capability {g['compute_capability']})" if g else "-"],
+            ["clock (as reported)", clock, f"{g['clock_mhz']:,.0f} MHz" if g and g.get("clock_mhz") else "-"],
+            ["peak FP32, units x lanes x 2 (FMA) x clock",
+             f"{fmt_num(c.get('peak_gflops_1fma'))} GFLOP/s (one FMA unit per core)",
+             f"{fmt_num(g['peak_tflops'] * 1e3)} GFLOP/s" if g and g.get("peak_tflops") else "-"],
+            ["measured, polynomial (best)", f"{fmt_num(cpu_fl, 1)} GFLOP/s",
+             f"{fmt_num(_at(pol, 'gpu-kernel', top_p)['gflops'], 1)} GFLOP/s" if g and _at(pol, "gpu-kernel", top_p) else "-"],
+            ["measured, SAXPY (best)", f"{fmt_num(cpu_bw, 1)} GB/s",
+             f"{fmt_num(_at(sax, 'gpu-kernel', top_s)['gbs'], 1)} GB/s" if g and _at(sax, "gpu-kernel", top_s) else "-"],
+        ]
+        if g and g.get("theoretical_bandwidth_gbs"):
+            rows.append(["memory bandwidth, data sheet (from the driver)", "-",
+                         f"{fmt_num(g['theoretical_bandwidth_gbs'])} GB/s"])
+        head = ["", f"CPU: {c['model']}", f"GPU: {g['name']}" if g else "GPU: none"]
+        text = table(head, rows, "lrr")
+        if g:
+            gk_p, gk_s = _at(pol, "gpu-kernel", top_p), _at(sax, "gpu-kernel", top_s)
+            ratios = [["peak FP32 (x lanes x clock)",
+                       f"{g['peak_tflops'] * 1e3 / c['peak_gflops_1fma']:.0f}x" if c.get("peak_gflops_1fma")
+                       and g.get("peak_tflops") else "-",
+                       f"{gk_p['gflops'] / cpu_fl:.0f}x" if gk_p else "-"],
+                      ["memory bandwidth", "-", f"{gk_s['gbs'] / cpu_bw:.0f}x" if gk_s else "-"]]
+            text += "\n\n" + table(["GPU / CPU", "from the hardware", "measured (kernel alone)"], ratios, "lrr")
+        return f"**{_where(data)}**\n\n" + text
+
+    @pages.renderer(NAME, "first-call")
+    def first_call(slug: str, data: dict) -> str:
+        rows = []
+        for work in ("saxpy", "poly"):
+            for b, f in data[work].get("first_calls", {}).items():
+                rows.append([work, LABELS[b], f"{f['size']:,}", fmt_time(f["first_call_s"]),
+                             fmt_time(f["median_s"])])
+        return f"**{_where(data)}**\n\n" + table(
+            ["workload", "implementation", "elements", "first call (numba: includes compiling)", "steady state"],
+            rows, "llrrr")
+
+
+_register()
