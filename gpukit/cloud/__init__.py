@@ -2,5 +2,5 @@
 
 ``data`` loads and validates ``gpukit/data/aws_instances.yaml`` and ``gpus.yaml``;
 ``advisor`` holds the memory formulas and the fit/cost ranking; ``cli`` is
-``gpukit advise``; ``render`` turns the data into the chapter's tables.
+``gpukit advise``; ``views`` turns the data into the chapter's tables.
 """
