@@ -12,6 +12,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?=
+# pytest-xdist workers: the 2-core CI machine runs two, a GPU machine eight (tests share the GPU)
+WORKERS ?= 2
+GPU_WORKERS ?= 8
 
 ifeq ($(GPUKIT_SYSTEM_PYTHON),1)
 BIN :=
@@ -53,10 +56,10 @@ site: $(DOCS_DEPS)
 	$(BIN)mkdocs build --strict
 
 test: $(TEST_DEPS)
-	$(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
+	$(PY) -m pytest tests docs --codeblocks -n $(WORKERS) $(PYTEST_ARGS)
 
 test-gpu: $(GPU_DEPS)
-	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks $(PYTEST_ARGS)
+	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks -n $(GPU_WORKERS) $(PYTEST_ARGS)
 
 # Every benchmark and every example, recorded under results/<this machine>/ (GPU parts need an
 # NVIDIA GPU), with a summary table at the end.
