@@ -56,10 +56,10 @@ site: $(DOCS_DEPS)
 	$(BIN)mkdocs build --strict
 
 test: $(TEST_DEPS)
-	$(PY) -m pytest tests docs --codeblocks -n $(WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest tests docs --codeblocks -n $(WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 test-gpu: $(GPU_DEPS)
-	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks -n $(GPU_WORKERS) $(PYTEST_ARGS)
+	GPUKIT_REQUIRE_GPU=1 $(PY) -m pytest tests docs --codeblocks -n $(GPU_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # Every benchmark and every example, recorded under results/<this machine>/ (GPU parts need an
 # NVIDIA GPU), with a summary table at the end.

@@ -2,7 +2,7 @@
 # # What a GPU is made of: query it, then watch three of its rules at work
 #
 # This script prints the GPU's device query next to the same facts for the host CPU, then runs
-# three kernels of `gpukit.gpu_anatomy.measure` and checks every output: a streaming read
+# three kernels of `gpukit.gpu_anatomy` and checks every output: a streaming read
 # (bandwidth needs many warps), a strided copy (neighbouring threads should touch neighbouring
 # addresses) and a kernel whose warps take several paths (divergence). On a GPU each kernel is
 # timed with CUDA events; without one, the kernels run on numba's CUDA simulator at small sizes
@@ -27,7 +27,8 @@ SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is importe
 from numba import cuda  # noqa: E402
 
 from gpukit import bench  # noqa: E402
-from gpukit.gpu_anatomy import measure as anatomy  # noqa: E402
+from gpukit.gpu_anatomy import (DIVERGENCE_MODES, PATHS, fill_random, host_facts,  # noqa: E402
+                                paths_kernel, paths_reference, read_sum, strided_copy)
 # --8<-- [end:setup]
 
 
@@ -38,7 +39,7 @@ from gpukit.gpu_anatomy import measure as anatomy  # noqa: E402
 # --8<-- [start:query]
 def query() -> dict:
     gpu = device.gpu_properties()          # None without a GPU (or on the simulator)
-    host = anatomy.host_facts()
+    host = host_facts()
     print(f"host: {host['model']}, {host['physical_cores']} cores, {host['float32_lanes']} float32 "
           f"lanes per SIMD instruction, caches {[c['bytes'] for c in host['caches']]} bytes")
     if gpu:
@@ -63,7 +64,7 @@ def _time(fn, nbytes=None, repeat=10):
 def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
     rows = []
     x = cuda.device_array(n, dtype=np.float32)
-    anatomy.fill_random[(n + 255) // 256, 256](x, 1)
+    fill_random[(n + 255) // 256, 256](x, 1)
     hx = x.copy_to_host()
 
     # 1. A streaming read: 1 and 4 blocks of 256 threads per multiprocessor.
@@ -71,34 +72,34 @@ def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
     for blocks_per_sm in (1, 4):
         grid = sms * blocks_per_sm
         partial = cuda.to_device(np.full(grid * 256, np.nan, dtype=np.float32))
-        anatomy.read_sum[grid, 256](x, partial)
+        read_sum[grid, 256](x, partial)
         got = partial.copy_to_host().astype(np.float64).sum()
         ref = hx.astype(np.float64).sum()
         if not abs(got - ref) <= 1e-4 * ref:
             raise AssertionError(f"read sum: {got} != {ref}")
-        t = _time(lambda: anatomy.read_sum[grid, 256](x, partial), nbytes=4 * n)
+        t = _time(lambda: read_sum[grid, 256](x, partial), nbytes=4 * n)
         rows.append({"name": f"read, {blocks_per_sm * 8} warps per SM", **t})
 
     # 2. Strided copies: thread i reads element i * stride.
     for stride in (1, 8, 32):
         m = n // stride
         out = cuda.to_device(np.full(m, np.nan, dtype=np.float32))
-        anatomy.strided_copy[(m + 255) // 256, 256](x, out, stride)
+        strided_copy[(m + 255) // 256, 256](x, out, stride)
         if not np.array_equal(out.copy_to_host(), hx[: m * stride: stride]):
             raise AssertionError(f"strided copy, stride {stride}: wrong elements")
-        t = _time(lambda: anatomy.strided_copy[(m + 255) // 256, 256](x, out, stride), nbytes=8 * m)
+        t = _time(lambda: strided_copy[(m + 255) // 256, 256](x, out, stride), nbytes=8 * m)
         rows.append({"name": f"strided copy, stride {stride}", **t})
 
     # 3. Divergence: k paths inside each warp, one path per warp, no branch. Same results.
     nd = min(n, 1024 if SIMULATED else 2**20) // 1024 * 1024
     xd, outs = x[:nd], []
-    for mode, label in enumerate(anatomy.DIVERGENCE_MODES):
+    for mode, label in enumerate(DIVERGENCE_MODES):
         out = cuda.to_device(np.full(nd, np.nan, dtype=np.float32))
-        anatomy.paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode)
+        paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode)
         outs.append(out.copy_to_host())
-        t = _time(lambda: anatomy.paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode))
+        t = _time(lambda: paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode))
         rows.append({"name": f"{k_paths} paths, {label}", **t})
-    ref = anatomy.paths_reference(hx[:nd], k_paths, iters)
+    ref = paths_reference(hx[:nd], k_paths, iters)
     if not all(np.array_equal(outs[0], o) for o in outs[1:]):
         raise AssertionError("the three divergence kernels disagree")
     if not np.allclose(outs[0], ref, rtol=1e-3):
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="device query and three small GPU experiments")
     parser.add_argument("--n", type=int, default=4096 if SIMULATED else 2**26,
                         help="float32 elements of the array read (a multiple of 1024)")
-    parser.add_argument("--paths", type=int, default=8, choices=anatomy.PATHS,
+    parser.add_argument("--paths", type=int, default=8, choices=PATHS,
                         help="different paths inside a warp in the divergence kernel")
     parser.add_argument("--iters", type=int, default=4 if SIMULATED else 1024,
                         help="multiply-adds per element in the divergence kernel")

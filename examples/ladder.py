@@ -2,7 +2,7 @@
 # # One softmax, every level of the stack
 #
 # This script computes `y = softmax(scale * x + bias)` over each row of a float32 matrix with
-# every implementation in `gpukit.ladder.measure` that this machine can run: PyTorch,
+# every implementation in `gpukit.ladder` that this machine can run: PyTorch,
 # CuPy array code, CuPy's kernel templates, a numba.cuda kernel, CUDA C and Triton. Each result
 # is checked against a float64 NumPy reference (outputs that a kernel writes into are filled
 # with NaN first), then timed: the first call (which compiles) apart from the steady state.
@@ -29,16 +29,14 @@ SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is importe
 if SIMULATED:
     os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton runs on the CPU, before its import
 
-from gpukit import results
-from gpukit.ladder import measure as ladder
-
+from gpukit.ladder import LEVELS, Skip, level_loc, measure_level  # noqa: E402
 # --8<-- [end:setup]
 
 
 # %% [markdown]
 # ## Which levels run here
 #
-# `ladder.measure` imports a level's library (raising `ladder.Skip` with a reason when it
+# `measure_level` imports a level's library (raising `Skip` with a reason when it
 # cannot run), copies the inputs where the level works, calls it once, checks the output and
 # times it.
 
@@ -59,12 +57,12 @@ def run(rows: int, cols: int, repeat: int, with_compile: bool) -> tuple[list, li
         small = SIMULATED and level in ("numba-cuda", "triton")   # simulated: tiny shape
         shape = (min(rows, 4), min(cols, 300)) if small else (rows, cols)
         try:
-            res = ladder.measure(level, [shape], repeat=2 if small else repeat)
-        except ladder.Skip as exc:
+            res = measure_level(level, [shape], repeat=2 if small else repeat)
+        except Skip as exc:
             skipped.append({"level": level, "reason": str(exc)})
             continue
-        measured.append({"level": level, "label": ladder.LEVELS[level][0], "simulated": small,
-                         "loc": ladder.level_loc(level), **res["shapes"][0]})
+        measured.append({"level": level, "label": LEVELS[level][0], "simulated": small,
+                         "loc": level_loc(level), **res["shapes"][0]})
     return measured, skipped
 # --8<-- [end:levels]
 
@@ -100,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['label']:<44}{r['loc']:>6}{r['first_call_s'] * 1e3:>10.1f} ms"
               f"{r['median_s'] * 1e3:>10.3f} ms{rate:>9}{r['max_rel_err']:>13.2g}")
     for s in skipped:
-        print(f"{ladder.LEVELS[s['level']][0]:<44} skipped: {s['reason']}")
+        print(f"{LEVELS[s['level']][0]:<44} skipped: {s['reason']}")
     print(f"all {len(rows)} levels verified against the float64 reference")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"example": "ladder", "rows": args.rows, "cols": args.cols, "simulated": SIMULATED,
                        "machine": device.machine_record(), "results": rows, "skipped": skipped},
-                      fh, indent=1, default=results._json_default)
+                      fh, indent=1, default=float)
     return 0
 
 

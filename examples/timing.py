@@ -30,7 +30,9 @@ import torch  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from gpukit import bench  # noqa: E402
-from gpukit.timing import measure as pf  # noqa: E402
+from gpukit.timing import (A, check_saxpy, implied_gbs, is_impossible, launch_saxpy,  # noqa: E402
+                           make_inputs, poison_demo, saxpy_bytes, single_runs, spread,
+                           time_without_sync, torch_saxpy)
 from gpukit.verify import Mismatch  # noqa: E402
 
 GPU = not SIMULATED and torch.cuda.is_available()
@@ -46,10 +48,10 @@ sync = torch.cuda.synchronize if GPU else (lambda: None)
 # %%
 # --8<-- [start:workload]
 def workload(n: int):
-    x, y = pf.make_inputs(n)                   # random float32, never zeros
+    x, y = make_inputs(n)                      # random float32, never zeros
     dx, dy = torch.from_numpy(x).to(DEV), torch.from_numpy(y).to(DEV)
     out = torch.full_like(dx, float("nan"))    # poisoned: an unwritten element fails the check
-    return x, y, (lambda: pf.torch_saxpy(dx, dy, out)), out
+    return x, y, (lambda: torch_saxpy(dx, dy, out)), out
 # --8<-- [end:workload]
 
 
@@ -58,7 +60,7 @@ def workload(n: int):
 #
 # A GPU launch returns as soon as the work is queued. A clock stopped then
 # measures the launch, and the bandwidth it implies can be far above what
-# the memory can deliver. `pf.is_impossible` compares it with a copy ceiling
+# the memory can deliver. `is_impossible` compares it with a copy ceiling
 # measured in the same run.
 
 # %%
@@ -67,16 +69,16 @@ def mistake_no_sync(n: int, repeat: int) -> dict:
     x, y, fn, out = workload(n)
     fn()
     sync()
-    wrong = pf.time_without_sync(fn)           # stops the clock at the launch
+    wrong = time_without_sync(fn)              # stops the clock at the launch
     sync()
     right = bench.bench(fn, timer=TIMER, repeat=repeat).median_s
-    pf.check_saxpy(out, x, y)
-    nbytes = pf.saxpy_bytes(n)
+    check_saxpy(out, x, y)
+    nbytes = saxpy_bytes(n)
     ceiling = bench.copy_ceiling(TIMER, nbytes=n * 4).gbs
     return {"mistake": "no synchronisation", "wrong_s": wrong, "right_s": right,
-            "wrong_gbs": pf.implied_gbs(nbytes, wrong), "right_gbs": pf.implied_gbs(nbytes, right),
+            "wrong_gbs": implied_gbs(nbytes, wrong), "right_gbs": implied_gbs(nbytes, right),
             "ceiling_gbs": ceiling,
-            "wrong_is_impossible": pf.is_impossible(pf.implied_gbs(nbytes, wrong), ceiling)}
+            "wrong_is_impossible": is_impossible(implied_gbs(nbytes, wrong), ceiling)}
 # --8<-- [end:mistake1]
 
 
@@ -89,12 +91,12 @@ def mistake_no_sync(n: int, repeat: int) -> dict:
 # %%
 # --8<-- [start:mistake2]
 def mistake_first_call(n: int, repeat: int) -> dict:
-    x, y = pf.make_inputs(n)
+    x, y = make_inputs(n)
     dx, dy = cuda.to_device(x), cuda.to_device(y)
     out = cuda.to_device(np.full_like(x, np.nan))
-    t = bench.bench(lambda: pf.launch_saxpy(pf.A, dx, dy, out),
+    t = bench.bench(lambda: launch_saxpy(A, dx, dy, out),
                     timer="cpu" if SIMULATED else "numba", repeat=repeat)
-    pf.check_saxpy(out, x, y, what="numba saxpy")
+    check_saxpy(out, x, y, what="numba saxpy")
     return {"mistake": "first call (JIT compile) included", "wrong_s": t.first_call_s,
             "right_s": t.median_s}
 # --8<-- [end:mistake2]
@@ -113,14 +115,14 @@ def mistake_transfers(n: int, repeat: int) -> dict:
 
     def numpy_to_numpy():
         gx, gy = torch.from_numpy(x).to(DEV), torch.from_numpy(y).to(DEV)
-        return pf.torch_saxpy(gx, gy, torch.empty_like(gx)).cpu().numpy()
+        return torch_saxpy(gx, gy, torch.empty_like(gx)).cpu().numpy()
 
     kernel = bench.bench(fn, timer=TIMER, repeat=repeat).median_s
     box = {}
     answer = bench.bench(lambda: box.update(r=numpy_to_numpy()), timer=TIMER,
                          warmup=1, repeat=3).median_s
-    pf.check_saxpy(out, x, y)
-    pf.check_saxpy(box["r"], x, y, what="numpy to numpy")
+    check_saxpy(out, x, y)
+    check_saxpy(box["r"], x, y, what="numpy to numpy")
     return {"mistake": "transfers counted for the kernel", "wrong_s": answer, "right_s": kernel}
 # --8<-- [end:mistake4]
 
@@ -134,9 +136,9 @@ def mistake_transfers(n: int, repeat: int) -> dict:
 # --8<-- [start:mistake5]
 def mistake_one_run(n: int) -> dict:
     x, y, fn, out = workload(n)
-    runs = pf.single_runs(fn, sync, count=100, idle_s=0.2)["host_s"]
-    pf.check_saxpy(out, x, y)
-    st = pf.spread(runs)
+    runs = single_runs(fn, sync, count=100, idle_s=0.2)["host_s"]
+    check_saxpy(out, x, y)
+    st = spread(runs)
     return {"mistake": "one run", "wrong_s": st["first_s"], "right_s": st["median_s"],
             "min_s": st["min_s"], "max_s": st["max_s"]}
 # --8<-- [end:mistake5]
@@ -156,8 +158,8 @@ def mistake_cache(n: int, repeat: int) -> dict:
     for m in ((24 if GPU else 3) * 2**20 // 12, max(n, 2**24)):
         x, y, fn, out = workload(m)
         t = bench.bench(fn, timer=TIMER, repeat=repeat)
-        pf.check_saxpy(out, x, y)
-        rates[m] = pf.implied_gbs(pf.saxpy_bytes(m), t.median_s)
+        check_saxpy(out, x, y)
+        rates[m] = implied_gbs(saxpy_bytes(m), t.median_s)
     small, large = rates.values()
     return {"mistake": "cache-resident data", "wrong_gbs": small, "right_gbs": large}
 # --8<-- [end:mistake6]
@@ -166,14 +168,14 @@ def mistake_cache(n: int, repeat: int) -> dict:
 # %% [markdown]
 # ## Zeros hide unwritten outputs; NaN poison does not
 #
-# `pf.launch_saxpy_buggy` rounds the block count down and never writes the
+# `launch_saxpy_buggy` rounds the block count down and never writes the
 # last `n % 256` elements. Checked against zeros it passes; against a
 # NaN-poisoned output it fails, as it should.
 
 # %%
 # --8<-- [start:poison]
 def poison_check(n: int) -> dict:
-    demo = pf.poison_demo(n)
+    demo = poison_demo(n)
     by_case = {c["case"]: c for c in demo["cases"]}
     hidden = not by_case["zeros in, zero-filled output"]["caught"]
     caught = by_case["random in, NaN-poisoned output"]["caught"]

@@ -26,7 +26,7 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.why_gpus import measure as xo  # noqa: E402
+from gpukit.why_gpus import DEGREE, RTOL, compute, reference  # noqa: E402
 # --8<-- [end:setup]
 
 
@@ -43,19 +43,19 @@ def measure(work: str, n: int, repeat: int, gpu_n: int) -> list[dict]:
     rng = np.random.default_rng(0)
     x = rng.random(n, dtype=np.float32)
     y = rng.random(n, dtype=np.float32)
-    ref = xo.reference(work, x, y)
+    ref = reference(work, x, y)
     rows = []
     for backend in ["numpy", "numba-1core", "numba-parallel", "gpu"]:
         size = gpu_n if backend == "gpu" else n
         xs, ys = x[:size], y[:size]
         t0 = time.perf_counter()
-        out = xo.compute(work, backend, xs, ys)     # first call: compiles, copies
+        out = compute(work, backend, xs, ys)     # first call: compiles, copies
         first = time.perf_counter() - t0
         err = float(np.max(np.abs(out - ref[:size]) / ref[:size])) if size else 0.0
-        if not np.all(np.isfinite(out)) or not err <= xo.RTOL[work]:
+        if not np.all(np.isfinite(out)) or not err <= RTOL[work]:
             raise AssertionError(f"{work} {backend}: max relative error {err:.3g}")
         slow = SIMULATED and backend == "gpu"
-        t = bench.bench(lambda: xo.compute(work, backend, xs, ys), timer="cpu",
+        t = bench.bench(lambda: compute(work, backend, xs, ys), timer="cpu",
                         warmup=0 if slow else 3, repeat=1 if slow else repeat)
         rows.append({"work": work, "backend": backend, "n": size, "first_call_s": first,
                      "median_s": t.median_s, "max_rel_err": err})
@@ -67,7 +67,7 @@ def measure(work: str, n: int, repeat: int, gpu_n: int) -> list[dict]:
 # `compute()` allocates its output and, for the GPU, copies the inputs in and the
 # result out on every call: these are end-to-end times, what a program whose
 # data lives in host memory pays. The chapter's benchmark
-# (`gpukit bench crossover`) also times the kernel alone, over sizes 1e3 to 1e9.
+# (`gpukit bench why-gpus`) also times the kernel alone, over sizes 1e3 to 1e9.
 
 # %%
 class _Parser(argparse.ArgumentParser):
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1
     where = "no GPU: numba CUDA simulator" if SIMULATED else device.describe(device.machine_record())
-    print(f"SAXPY and a degree-{xo.DEGREE} polynomial, float32, on {where}")
+    print(f"SAXPY and a degree-{DEGREE} polynomial, float32, on {where}")
     print(f"{'work':<7}{'backend':<16}{'n':>12}{'first call':>14}{'median':>14}{'max rel err':>13}")
     for r in rows:
         note = "  (simulator: checks only)" if SIMULATED and r["backend"] == "gpu" else ""

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from gpukit import pages
-from gpukit.cloud import advisor, data, render
+from gpukit.cloud import advisor, data, views as render
 from gpukit.cloud.advisor import AdviceError, Workload, estimate
 from tests.helpers import ROOT, assert_one_line_error
 

@@ -11,7 +11,7 @@ import pytest
 from numba import cuda
 
 from gpukit import pages, results
-from gpukit.gpu_anatomy import measure as anatomy
+from gpukit.gpu_anatomy import host, kernels, measure
 from tests.helpers import ROOT, cpu_results_file
 
 H200 = json.loads((ROOT / "results" / "nvidia-h200" / "doctor.json").read_text())["machine"]["gpu"]
@@ -19,7 +19,7 @@ H200 = json.loads((ROOT / "results" / "nvidia-h200" / "doctor.json").read_text()
 
 def _device_random(n, seed=1):
     x = cuda.device_array(n, dtype=np.float32)
-    anatomy.fill_random[(n + 63) // 64, 64](x, seed)
+    kernels.fill_random[(n + 63) // 64, 64](x, seed)
     return x, x.copy_to_host()
 
 
@@ -33,7 +33,7 @@ def test_fill_random_is_not_constant_and_in_range():
     assert not np.array_equal(hx, other)
 
 
-@pytest.mark.parametrize("kernel", [anatomy.read_sum_dependent, anatomy.read_sum, anatomy.read_sum_ilp4])
+@pytest.mark.parametrize("kernel", [kernels.read_sum_dependent, kernels.read_sum, kernels.read_sum_ilp4])
 @pytest.mark.parametrize("n, grid, threads", [(1, 1, 32), (999, 3, 32), (130, 2, 64)])
 def test_read_kernels_sum_every_element_once(kernel, n, grid, threads):
     x, hx = _device_random(n)
@@ -54,7 +54,7 @@ def test_strided_copy_touches_exactly_the_strided_elements(n, stride):
     if m == 0:
         pytest.skip("nothing to copy")
     out = cuda.to_device(np.full(m + 5, np.nan, dtype=np.float32))   # 5 guard elements
-    anatomy.strided_copy[(m + 31) // 32, 32](x, out[:m], stride)
+    kernels.strided_copy[(m + 31) // 32, 32](x, out[:m], stride)
     got = out.copy_to_host()
     assert np.array_equal(got[:m], hx[: m * stride: stride])
     assert np.isnan(got[m:]).all()                       # nothing written past the end
@@ -67,23 +67,23 @@ def test_divergent_uniform_and_branchless_kernels_agree(k):
     outs = []
     for mode in range(3):
         out = cuda.to_device(np.full(n, np.nan, dtype=np.float32))
-        anatomy.paths_kernel[n // 256, 256](x, out, k, iters, mode)
+        kernels.paths_kernel[n // 256, 256](x, out, k, iters, mode)
         outs.append(out.copy_to_host())
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
-    assert np.allclose(outs[0], anatomy.paths_reference(hx, k, iters), rtol=1e-5)
+    assert np.allclose(outs[0], kernels.paths_reference(hx, k, iters), rtol=1e-5)
 
 
 def test_paths_differ_from_each_other():
     # if every path computed the same thing, the divergence experiment would prove nothing
     x = np.full(4, 1.0, dtype=np.float32)
-    ref = anatomy.paths_reference(x, 4, 2000)
+    ref = kernels.paths_reference(x, 4, 2000)
     assert len(np.unique(ref)) == 4
 
 
 def test_warp_renumbering_is_a_permutation():
     # mode 1 gives thread t element e(t); each warp must share e % k and all elements be covered
     n = 2048
-    for k in anatomy.PATHS:
+    for k in kernels.PATHS:
         t = np.arange(n)
         w = t // 32
         e = (w // k) * 32 * k + (t % 32) * k + w % k
@@ -92,19 +92,43 @@ def test_warp_renumbering_is_a_permutation():
 
 
 def test_pointer_chase_follows_the_cycle():
-    nxt = anatomy.random_cycle(101, seed=4)
+    nxt = kernels.random_cycle(101, seed=4)
     seen, j = set(), 0
     for _ in range(101):
         seen.add(j)
         j = int(nxt[j])
     assert j == 0 and len(seen) == 101                   # one cycle through every element
     pos = cuda.to_device(np.array([5], dtype=np.int32))
-    anatomy.chase[1, 1](cuda.to_device(nxt), 37, pos)
-    assert int(pos.copy_to_host()[0]) == anatomy.walk(nxt, 5, 37)
+    kernels.chase[1, 1](cuda.to_device(nxt), 37, pos)
+    assert int(pos.copy_to_host()[0]) == kernels.walk(nxt, 5, 37)
 
 
 def test_selfcheck_passes():
-    assert all(c["ok"] for c in anatomy.selfcheck())
+    assert all(c["ok"] for c in measure.selfcheck())
+
+
+def test_simulator_part_records_a_failed_child(monkeypatch):
+    calls = []
+
+    def failing(target, *args, **kw):
+        calls.append((target, kw.get("env")))
+        return {"error": "RuntimeError: boom", "process_s": 0.1}
+
+    monkeypatch.setattr(measure.proc, "run_fresh", failing)
+    assert measure.simulator_part() == {"n": 0, "rows": [], "error": "RuntimeError: boom"}
+    assert calls == [("gpukit.gpu_anatomy.measure:selfcheck", measure.proc.NO_GPU)]
+
+
+def test_public_api_is_lazy_and_complete():
+    import gpukit.gpu_anatomy as anatomy
+    for name in anatomy.__all__:
+        assert getattr(anatomy, name) is not None
+    with pytest.raises(AttributeError):
+        anatomy.no_such_name
+    code = "import sys, gpukit.gpu_anatomy; print('numba' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -117,7 +141,7 @@ def test_selfcheck_passes():
     (96, 40, 0, 17, 51, "registers"),       # 1280 registers per warp: 51 warps fit, 17 blocks of 3
 ])
 def test_occupancy_on_the_h200(threads, regs, smem, blocks, warps, limiter):
-    occ = anatomy.occupancy(threads, regs, smem, H200)
+    occ = kernels.occupancy(threads, regs, smem, H200)
     assert (occ["blocks_per_sm"], occ["warps_per_sm"], occ["limited_by"]) == (blocks, warps, limiter)
     assert 0 < occ["occupancy"] <= 1
 
@@ -125,26 +149,26 @@ def test_occupancy_on_the_h200(threads, regs, smem, blocks, warps, limiter):
 @pytest.mark.parametrize("args", [(0, 32, 0), (2048, 32, 0), (256, -1, 0), (256, 32, -5)])
 def test_occupancy_bad_input(args):
     with pytest.raises(ValueError):
-        anatomy.occupancy(*args, H200)
+        kernels.occupancy(*args, H200)
 
 
 def test_littles_law():
-    law = anatomy.littles_law(4000, 500, 100)             # 4 TB/s x 500 ns = 2 MB
+    law = kernels.littles_law(4000, 500, 100)             # 4 TB/s x 500 ns = 2 MB
     assert law["bytes_in_flight"] == pytest.approx(2e6)
     assert law["bytes_per_sm"] == pytest.approx(2e4)
     assert law["warps_per_sm_one_load_each"] == pytest.approx(2e4 / 128)
     with pytest.raises(ValueError):
-        anatomy.littles_law(0, 500, 100)
+        kernels.littles_law(0, 500, 100)
 
 
 def test_window_elements():
-    assert anatomy.window_elements(100) == 47 * 2**20    # 100 GB/s x 2 ms = 50 MB, whole MiB-floats
-    assert anatomy.window_elements(1.0) == 2**24         # never below the minimum (64 MiB)
-    assert anatomy.window_elements(4000) == 2**28        # nor above the maximum (1 GiB)
+    assert kernels.window_elements(100) == 47 * 2**20    # 100 GB/s x 2 ms = 50 MB, whole MiB-floats
+    assert kernels.window_elements(1.0) == 2**24         # never below the minimum (64 MiB)
+    assert kernels.window_elements(4000) == 2**28        # nor above the maximum (1 GiB)
 
 
 def test_host_facts_describe_this_machine():
-    facts = anatomy.host_facts()
+    facts = host.host_facts()
     assert facts["usable_cpus"] >= 1 and facts["float32_lanes"] in (4, 8, 16)
     if Path("/sys/devices/system/cpu/cpu0/cache").exists():
         assert any(c["level"] == 1 and c["bytes"] for c in facts["caches"])
@@ -167,8 +191,8 @@ def cpu_results(tmp_path_factory):
     """A quick CPU run() saved as a results file (host part and the simulator self-check), in a
     fresh process that sees no GPU: the same on a GPU machine."""
     root = tmp_path_factory.mktemp("results")
-    cpu_results_file("gpukit.gpu_anatomy.measure:run", [2**16, 3], anatomy.NAME, root)
-    (saved,) = results.load(anatomy.NAME, root=root).values()
+    cpu_results_file("gpukit.gpu_anatomy.measure:run", [2**16, 3], measure.NAME, root)
+    (saved,) = results.load(measure.NAME, root=root).values()
     return root, saved
 
 
@@ -177,22 +201,22 @@ def test_cpu_run_records_host_and_simulator(cpu_results):
     host = data["host"]
     assert "error" not in host and host["facts"]["model"]
     strided = [r for r in host["rows"] if r.get("kind") == "strided"]
-    assert [r["stride"] for r in strided] == list(anatomy.STRIDES)
+    assert [r["stride"] for r in strided] == list(kernels.STRIDES)
     assert strided[0]["fraction_of_stride1"] == 1.0
     assert all(c["ok"] for c in data["simulator"]["checks"])
 
 
 def test_cpu_renderers(cpu_results):
     root, data = cpu_results
-    facts = pages.render(anatomy.NAME, "facts", root=root)
+    facts = pages.render(measure.NAME, "facts", root=root)
     assert data["host"]["facts"]["model"] in facts and "without a GPU" in facts and "Measured on" in facts
     assert "|  | host CPU |" in facts and "| GPU |" not in facts     # no column of dashes
-    svg = pages.render(anatomy.NAME, "strided", root=root)
+    svg = pages.render(measure.NAME, "strided", root=root)
     assert svg.count("<svg") == 1 and "stride" in svg
     for view in ("occupancy", "occupancy-table", "occupancy-latency", "latency", "divergence",
                  "divergence-summary", "launch", "graph", "little", "strided-traffic"):
         with pytest.raises(pages.MissingResults):
-            pages.render(anatomy.NAME, view, root=root)      # GPU-only parts
+            pages.render(measure.NAME, view, root=root)      # GPU-only parts
 
 
 def _synthetic_gpu(data):
@@ -205,7 +229,7 @@ def _synthetic_gpu(data):
         t(1e-2, name="load latency, memory", array_bytes=2**28, steps=20000, latency_ns=500,
           latency_cycles=1000)]}
     rows = []
-    for v in anatomy.READ_VARIANTS:
+    for v in kernels.READ_VARIANTS:
         for th in (32, 256):
             for k in (1, 8):
                 w = k * th // 32
@@ -213,10 +237,10 @@ def _synthetic_gpu(data):
                               warps_per_sm=w, gbs=50.0 * w, registers=20))
     d["occupancy"] = {"n": 1, "rows": rows, "copy_ceiling_gbs": 4000.0, "theoretical_gbs": 4800.0}
     d["strided"] = {"n": 1, "rows": [t(1e-3 * s, name=f"s{s}", stride=s, gbs=4000 / s,
-                                        fraction_of_stride1=1 / s) for s in anatomy.STRIDES]}
+                                        fraction_of_stride1=1 / s) for s in kernels.STRIDES]}
     d["divergence"] = {"n": 1024, "iters": 10, "rows": [
         t(1e-3 * (k if m == 0 else 1), name=f"{k} {m}", k=k, mode=m)
-        for k in anatomy.PATHS for m in range(3)]}
+        for k in kernels.PATHS for m in range(3)]}
     d["launch"] = {"n": 10, "rows": [
         {"name": "CuPy RawKernel", "host_submit_s": 4e-6, "gpu_per_kernel_s": 2e-6, "round_trip_s": 1e-5,
          "median_s": 2e-6, "queue_stayed_ahead": False}],
@@ -230,27 +254,27 @@ def test_gpu_renderers_on_a_synthetic_file(cpu_results, tmp_path):
     _, data = cpu_results
     d = _synthetic_gpu(data)
     (tmp_path / "test-gpu").mkdir()
-    (tmp_path / "test-gpu" / f"{anatomy.NAME}.json").write_text(json.dumps(d))
-    facts = pages.render(anatomy.NAME, "facts", root=tmp_path)
+    (tmp_path / "test-gpu" / f"{measure.NAME}.json").write_text(json.dumps(d))
+    facts = pages.render(measure.NAME, "facts", root=tmp_path)
     assert "132 multiprocessors" in facts and "a warp of 32 threads" in facts and "3,200 GB/s" in facts
-    little = pages.render(anatomy.NAME, "little", root=tmp_path)
+    little = pages.render(measure.NAME, "little", root=tmp_path)
     assert "500 ns" in little and "3,200 GB/s" in little and "1.5 MiB" in little
-    assert "(queue ran dry)" in pages.render(anatomy.NAME, "launch", root=tmp_path)
-    graph = pages.render(anatomy.NAME, "graph", root=tmp_path)
+    assert "(queue ran dry)" in pages.render(measure.NAME, "launch", root=tmp_path)
+    graph = pages.render(measure.NAME, "graph", root=tmp_path)
     assert "5.0x" in graph and "identical: yes" in graph
-    table = pages.render(anatomy.NAME, "occupancy-table", root=tmp_path)
+    table = pages.render(measure.NAME, "occupancy-table", root=tmp_path)
     assert "| 3,200 |" in table and "| 50 |" in table and "| 80 % |" in table
     # one 4-byte load per thread, 1 warp on each of 132 SMs: 16,896 bytes in flight at 50 GB/s
-    latency = pages.render(anatomy.NAME, "occupancy-latency", root=tmp_path)
+    latency = pages.render(measure.NAME, "occupancy-latency", root=tmp_path)
     assert "| 1 | 50 | 16 KiB | 338 ns | 50 | 1,352 ns |" in latency and "one load alone" in latency
     # stride 16 at 250 useful GB/s: 36 bytes moved per element with 32-byte sectors, 68 with 64-byte
-    traffic = pages.render(anatomy.NAME, "strided-traffic", root=tmp_path)
+    traffic = pages.render(measure.NAME, "strided-traffic", root=tmp_path)
     assert "| 16 | 250 | 6 % | 36 | 1,125 | 68 | 2,125 |" in traffic and "reaches 100 % of it" in traffic
-    summary = pages.render(anatomy.NAME, "divergence-summary", root=tmp_path)
+    summary = pages.render(measure.NAME, "divergence-summary", root=tmp_path)
     assert "| 32.00x |" in summary and "| 1.00x |" in summary
     assert "after 3 replays" in graph and "2.0 times one chain" in graph
     for view in ("occupancy", "strided", "divergence"):
-        svg = pages.render(anatomy.NAME, view, root=tmp_path)
+        svg = pages.render(measure.NAME, view, root=tmp_path)
         assert svg.count("<svg") == 1 and "NVIDIA H200" in svg
         # a raw HTML block that Markdown leaves alone: starts with a div, no blank line, no metadata
         plot = svg.split("\n\n<small>")[0]
@@ -262,7 +286,7 @@ def test_plot_survives_markdown(cpu_results):
     """The plot's <style> element must reach the HTML intact (a bare <svg> got mangled: empty plot)."""
     import markdown
     root, _ = cpu_results
-    svg = pages.render(anatomy.NAME, "strided", root=root)
+    svg = pages.render(measure.NAME, "strided", root=root)
     html = markdown.markdown(svg, extensions=["md_in_html", "tables"])
     style = html[html.index("<style"):html.index("</style>")]
     assert "<p>" not in style and "<br" not in style
@@ -274,9 +298,9 @@ def test_failed_part_is_not_rendered(cpu_results, tmp_path):
     d = _synthetic_gpu(data)
     d["divergence"] = {"n": 0, "rows": [], "error": "RuntimeError: boom"}
     (tmp_path / "test-gpu").mkdir()
-    (tmp_path / "test-gpu" / f"{anatomy.NAME}.json").write_text(json.dumps(d))
+    (tmp_path / "test-gpu" / f"{measure.NAME}.json").write_text(json.dumps(d))
     with pytest.raises(pages.MissingResults):
-        pages.render(anatomy.NAME, "divergence", root=tmp_path)
+        pages.render(measure.NAME, "divergence", root=tmp_path)
 
 
 # ------------------------------------------------------------------ real GPU
@@ -286,13 +310,13 @@ def test_occupancy_formula_matches_the_driver():
     from gpukit import device
     props = device.gpu_properties()
     x = cuda.device_array(2**20, dtype=np.float32)
-    for kernel in (anatomy.read_sum_dependent, anatomy.read_sum, anatomy.read_sum_ilp4):
-        for threads in anatomy.BLOCK_SIZES:
+    for kernel in (kernels.read_sum_dependent, kernels.read_sum, kernels.read_sum_ilp4):
+        for threads in kernels.BLOCK_SIZES:
             partial = cuda.device_array(props["multiprocessors"] * threads, dtype=np.float32)
             kernel[props["multiprocessors"], threads](x, partial)
-            attrs = anatomy._kernel_attrs(kernel)
-            calc = anatomy.occupancy(threads, attrs["registers"], attrs["shared_bytes"] or 0, props)
-            api = anatomy._driver_blocks_per_sm(kernel, threads, props["multiprocessors"])
+            attrs = measure._kernel_attrs(kernel)
+            calc = kernels.occupancy(threads, attrs["registers"], attrs["shared_bytes"] or 0, props)
+            api = measure._driver_blocks_per_sm(kernel, threads, props["multiprocessors"])
             assert calc["blocks_per_sm"] == api, (kernel, threads, attrs, calc)
 
 
@@ -300,7 +324,7 @@ def test_occupancy_formula_matches_the_driver():
 def test_gpu_parts_run_and_verify():
     from gpukit import device
     props = device.gpu_properties()
-    div = anatomy.divergence_experiment(props, 3, iters=64)
-    assert len(div["rows"]) == 3 * len(anatomy.PATHS)
-    launch = anatomy.launch_experiment(props, 3, launches=100, chain=50)
+    div = measure.divergence_experiment(props, 3, iters=64)
+    assert len(div["rows"]) == 3 * len(kernels.PATHS)
+    launch = measure.launch_experiment(props, 3, launches=100, chain=50)
     assert launch["chain"]["rows"][-1]["identical_to_one_by_one"]

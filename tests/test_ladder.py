@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from gpukit import pages, results
-from gpukit.ladder import measure as L
+from gpukit.ladder import levels as L
+from gpukit.ladder import measure as LM
 from gpukit.ladder import views as LV
 from gpukit.verify import Mismatch
 from tests.helpers import ROOT, assert_one_line_error, build_cuda_emulator, run_without_gpu
@@ -384,12 +385,12 @@ def _params_str(kernel, which: str) -> str:
 @pytest.fixture(scope="module")
 def quick_results(tmp_path_factory):
     """A quick in-process CPU run, with one failed and one skipped level added, saved to a file."""
-    data = L.run(n=2**12, repeat=2, fresh_process=False, levels=["torch-eager", "torch-softmax", "cuda-c"])
+    data = LM.run(n=2**12, repeat=2, fresh_process=False, levels=["torch-eager", "torch-softmax", "cuda-c"])
     root = tmp_path_factory.mktemp("results")
     part = data["gpu"] if "gpu" in data else data["cpu"]
     part["failed"].append({"level": "triton", "label": "Triton", "library": "Triton", "loc": 9,
                            "passes": 2, "error": "RuntimeError: made up for the test"})
-    results.save(L.NAME, data, root=root)
+    results.save(LM.NAME, data, root=root)
     return data, root
 
 
@@ -407,7 +408,7 @@ def test_quick_run_records_verified_rows_and_the_sweep(quick_results):
 
 def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     _, root = quick_results
-    text = pages.render(L.NAME, "table", root=root)
+    text = pages.render(LM.NAME, "table", root=root)
     assert "PyTorch eager, torch.softmax" in text and "| level | lines | first call |" in text
     # a failed level keeps its row (in the chapter's order) and its error is shown below the table
     lines = text.splitlines()
@@ -415,12 +416,12 @@ def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     assert "**failed**" in lines[failed_row]
     assert "**Triton** failed in this run" in text and "RuntimeError: made up for the test" in text
     assert "Source: `results/" in text
-    svg = pages.render(L.NAME, "sweep", root=root)
+    svg = pages.render(LM.NAME, "sweep", root=root)
     assert "<svg" in svg and "row length C" in svg
     block = svg[svg.index('<div class="gpukit-plot"'):svg.index("</svg>")]
     assert "\n\n" not in block, "a blank line inside the SVG makes Markdown break the plot"
-    assert "% of the copy ceiling" in pages.render(L.NAME, "sweeptable", root=root)
-    summary = pages.render(L.NAME, "summary", root=root)
+    assert "% of the copy ceiling" in pages.render(LM.NAME, "sweeptable", root=root)
+    summary = pages.render(LM.NAME, "summary", root=root)
     assert "fastest level" in summary and "Triton (failed)" in summary
 
 
@@ -432,10 +433,61 @@ def test_short_error_drops_the_temporary_path():
 def test_pass_table_is_for_gpu_results_only(quick_results):
     data, root = quick_results
     if "gpu" in data:
-        assert "array passes" in pages.render(L.NAME, "passes", root=root)
+        assert "array passes" in pages.render(LM.NAME, "passes", root=root)
     else:
         with pytest.raises(pages.MissingResults):
-            pages.render(L.NAME, "passes", root=root)
+            pages.render(LM.NAME, "passes", root=root)
+
+
+def test_one_level_in_a_fresh_process():
+    res = run_without_gpu("gpukit.ladder.measure:one_level", "torch-eager", [[3, 7], [2, 300]], 2)
+    assert res["level"] == "torch-eager" and res["process_s"] > 0
+    assert [(s["rows"], s["cols"]) for s in res["shapes"]] == [(3, 7), (2, 300)]
+    assert all(s["max_rel_err"] <= L.RTOL for s in res["shapes"])
+
+
+def test_fresh_process_skips_a_level_that_cannot_run(monkeypatch, tmp_path):
+    for var, value in LM.proc.NO_GPU.items():                # the child sees no GPU
+        monkeypatch.setenv(var, value)
+    res = LM._fresh({"level": "cuda-c", "shapes": [[2, 8]], "repeat": 2}, str(tmp_path))
+    assert res["level"] == "cuda-c" and "GPU" in res["skipped"] and res["process_s"] > 0
+
+
+def test_a_failing_child_becomes_a_failed_row(monkeypatch, tmp_path):
+    calls = []
+
+    def failing(target, *args, env=None, timeout=None):
+        calls.append((target, args, env, timeout))
+        return {"error": "RuntimeError: boom", "process_s": 0.5}
+
+    monkeypatch.setattr(LM.proc, "run_fresh", failing)
+    res = LM._fresh({"level": "triton", "shapes": [[2, 8]], "repeat": 3}, str(tmp_path))
+    assert res == {"level": "triton", "error": "RuntimeError: boom", "process_s": 0.5}
+    target, args, env, timeout = calls[0]
+    assert target == "gpukit.ladder.measure:one_level" and args == ("triton", [[2, 8]], 3)
+    assert timeout == LM.CHILD_TIMEOUT_S and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert {env[v] for v in ("NUMBA_CACHE_DIR", "CUPY_CACHE_DIR", "TRITON_CACHE_DIR",
+                             "TORCHINDUCTOR_CACHE_DIR")} == {str(tmp_path / d) for d in
+                                                            ("numba", "cupy", "triton", "inductor")}
+    data = LM.run(n=2**10, repeat=2, levels=["torch-eager"], sweep=False)
+    part = data["gpu"] if "gpu" in data else data["cpu"]
+    assert part["rows"] == [] and part["fresh_process"]
+    assert part["failed"] == [{"level": "torch-eager", "label": L.LEVELS["torch-eager"][0],
+                               "library": "PyTorch", "loc": L.level_loc("torch-eager"),
+                               "passes": 12, "error": "RuntimeError: boom"}]
+
+
+def test_public_api_is_lazy_and_complete():
+    import gpukit.ladder as ladder
+    for name in ladder.__all__:
+        assert getattr(ladder, name) is getattr(L, name)
+    with pytest.raises(AttributeError):
+        ladder.no_such_name
+    code = ("import sys, gpukit.ladder as ladder; ladder.measure_level; "
+            "print(sorted({'torch', 'numba', 'cupy', 'triton'} & set(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
 
 
 # ------------------------------------------------------------------ the example

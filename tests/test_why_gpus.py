@@ -8,6 +8,7 @@ import pytest
 
 
 from gpukit import pages, results
+from gpukit.why_gpus import kernels as xk
 from gpukit.why_gpus import measure as xo
 from gpukit.why_gpus import views as xv
 from tests.helpers import ROOT, assert_one_line_error, cpu_results_file
@@ -26,23 +27,23 @@ def inputs(n, seed=0):
 @pytest.mark.parametrize("n", SIZES)
 def test_cpu_backends_match_float64(work, n):
     x, y = inputs(n)
-    ref = xo.reference(work, x, y)
+    ref = xk.reference(work, x, y)
     backends = CPU + (["numba-1core-naive"] if work == "poly" else [])
     for backend in backends:
-        got = xo.compute(work, backend, x, y)
+        got = xk.compute(work, backend, x, y)
         assert got.dtype == np.float32 and got.shape == (n,)
         assert np.all(np.isfinite(got)), backend
         if n:
             err = np.max(np.abs(got - ref) / np.abs(ref))
-            assert err <= xo.RTOL[work], (backend, err)
+            assert err <= xk.RTOL[work], (backend, err)
 
 
 def test_reference_is_the_polynomial():
     x = np.array([0.0, 0.5, 0.999], dtype=np.float32)
-    want = np.polyval(xo.COEFFS.astype(np.float64), x.astype(np.float64))
-    assert np.allclose(xo.reference("poly", x), want, rtol=1e-12)
-    assert xo.reference("poly", np.zeros(1, np.float32))[0] == pytest.approx(float(xo.COEFFS[-1]))
-    assert np.array_equal(xo.reference("saxpy", np.ones(2, np.float32), np.full(2, 3, np.float32)), [5.0, 5.0])
+    want = np.polyval(xk.COEFFS.astype(np.float64), x.astype(np.float64))
+    assert np.allclose(xk.reference("poly", x), want, rtol=1e-12)
+    assert xk.reference("poly", np.zeros(1, np.float32))[0] == pytest.approx(float(xk.COEFFS[-1]))
+    assert np.array_equal(xk.reference("saxpy", np.ones(2, np.float32), np.full(2, 3, np.float32)), [5.0, 5.0])
 
 
 @pytest.mark.parametrize("work", ["saxpy", "poly"])
@@ -50,10 +51,10 @@ def test_reference_is_the_polynomial():
 def test_gpu_kernel(work, n):
     # the numba CUDA simulator without a GPU, the device with one
     x, y = inputs(n, seed=n)
-    got = xo.compute(work, "gpu", x, y)
+    got = xk.compute(work, "gpu", x, y)
     assert np.all(np.isfinite(got))
     if n:
-        assert np.max(np.abs(got - xo.reference(work, x, y)) / xo.reference(work, x, y)) <= xo.RTOL[work]
+        assert np.max(np.abs(got - xk.reference(work, x, y)) / xk.reference(work, x, y)) <= xk.RTOL[work]
 
 
 @pytest.mark.parametrize("args, error", [
@@ -66,7 +67,7 @@ def test_gpu_kernel(work, n):
 ])
 def test_bad_arguments(args, error):
     with pytest.raises(error):
-        xo.compute(*args)
+        xk.compute(*args)
 
 
 def test_sizes_are_half_decades():
@@ -78,10 +79,10 @@ def test_sizes_are_half_decades():
 
 
 def test_check_catches_unwritten_and_wrong_elements():
-    k = xo._numba_cpu()
+    k = xk.numba_cpu()
     x, y = inputs(300)
-    out = xo.compute("saxpy", "numpy", x, y)
-    assert xo._check("saxpy", out, x, y, 300, "ok", k) <= xo.RTOL["saxpy"]
+    out = xk.compute("saxpy", "numpy", x, y)
+    assert xo._check("saxpy", out, x, y, 300, "ok", k) <= xk.RTOL["saxpy"]
     bad = out.copy()
     bad[299] = np.nan
     with pytest.raises(AssertionError, match="NaN"):
@@ -90,6 +91,20 @@ def test_check_catches_unwritten_and_wrong_elements():
     bad[5] *= 1.001
     with pytest.raises(AssertionError, match="relative error"):
         xo._check("saxpy", bad, x, y, 300, "off", k)
+
+
+def test_public_api_is_lazy_and_complete():
+    import subprocess
+
+    import gpukit.why_gpus as why_gpus
+    for name in why_gpus.__all__:
+        assert getattr(why_gpus, name) is getattr(xk, name)
+    with pytest.raises(AttributeError):
+        why_gpus.no_such_name
+    code = "import sys, gpukit.why_gpus as w; w.compute; print('numba' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
 
 
 # ------------------------------------------------------------------ the crossover rule
@@ -138,7 +153,7 @@ def test_quick_run_on_cpu(quick_run):
         got = {(r["backend"], r["size"]) for r in part["rows"]}
         want = {(b, s) for b in xo.BACKENDS[work] for s in (1000, 3162, 3200)}
         assert got == want
-        assert all(r["median_s"] > 0 and r["max_rel_err"] <= xo.RTOL[work] for r in part["rows"])
+        assert all(r["median_s"] > 0 and r["max_rel_err"] <= xk.RTOL[work] for r in part["rows"])
         assert not any(r["backend"].startswith("gpu") for r in part["rows"])
     assert data["hardware"]["cpu"]["fp32_lanes"] in (4, 8, 16)
 
@@ -186,7 +201,7 @@ def test_key_numbers_and_speedups_from_rows():
     assert key["SAXPY crossover"] == "0 MB"                            # 100 elements x 12 B
     assert key["SAXPY: speed-up of all 2 cores over one core, at 100 elements"] == "5.0x"
     assert key["GPU SAXPY kernel at 100 elements: share of the data-sheet bandwidth (24 GB/s)"] == "25%"
-    rows = xo.speedups(data)
+    rows = xv.speedups(data)
     assert ["saxpy", xo.LABELS["python"], "10", "200.0x", "133.33x"] in rows
     assert ["saxpy", xo.LABELS["numba-parallel"], "100", "4.0x", "2.00x"] in rows
 
@@ -242,9 +257,9 @@ def test_gpu_kernel_on_device(work, n):
     from numba import cuda
     assert cuda.is_available()
     x, y = inputs(n, seed=3)
-    got = xo.compute(work, "gpu", x, y)
+    got = xk.compute(work, "gpu", x, y)
     assert np.all(np.isfinite(got))
-    assert np.max(np.abs(got - xo.reference(work, x, y)) / xo.reference(work, x, y)) <= xo.RTOL[work]
+    assert np.max(np.abs(got - xk.reference(work, x, y)) / xk.reference(work, x, y)) <= xk.RTOL[work]
 
 
 @pytest.mark.gpu

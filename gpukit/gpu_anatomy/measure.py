@@ -11,376 +11,33 @@ for the host CPU, and five small experiments, each a plot or table made from a r
   branched per warp and without a branch;
 * ``launch``: the cost of launching a kernel, and what a CUDA graph saves on many small launches.
 
-The kernels are written with ``numba.cuda`` (so the tests run them on numba's CUDA simulator);
-the launch experiment also uses CuPy ``RawKernel`` and CUDA graphs. Every experiment verifies
-its outputs before its timings are kept. On a machine without a GPU, :func:`run` records the host
-facts, the host's read bandwidth and its strided-access curve, and checks the kernels on the
-simulator in a child process (correctness only, no timings).
+The kernels (:mod:`.kernels`) are written with ``numba.cuda`` (so the tests run them on numba's
+CUDA simulator); the launch experiment also uses CuPy ``RawKernel`` and CUDA graphs. Every
+experiment verifies its outputs before its timings are kept. On a machine without a GPU,
+:func:`run` records the host facts, the host's read bandwidth and its strided-access curve
+(:mod:`.host`), and checks the kernels on the simulator in a fresh process (:func:`selfcheck`;
+correctness only, no timings).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 import time
 
-import numba
 import numpy as np
-from numba import cuda, float32
+from numba import cuda
+
+from gpukit import proc
+
+from .host import host_experiments, host_facts
+from .kernels import (BLOCK_SIZES, BLOCKS_PER_SM, CUDA_SOURCE, DIVERGENCE_MODES, PATHS, READ_KERNELS,
+                      STRIDES, chase, empty_kernel, fill_random, occupancy, paths_kernel,
+                      paths_reference, random_cycle, read_sum, read_sum_dependent, read_sum_ilp4,
+                      step_kernel, strided_copy, walk, window_elements)
 
 NAME = "gpu_anatomy"
-#: Block sizes and blocks per multiprocessor of the occupancy sweep.
-BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
-BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32)
-#: Strides of the coalescing experiment (in elements of 4 bytes).
-STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
-#: FP32 lanes per multiprocessor by compute capability (NVIDIA's architecture whitepapers);
-#: not in the device query, used only to put the divergence kernel's FLOP/s in proportion.
-FP32_LANES_PER_SM = {"7.0": 64, "8.0": 64, "8.6": 128, "8.9": 128, "9.0": 128}
-#: Number of different paths inside one warp.
-PATHS = (1, 2, 4, 8, 16, 32)
-#: The read kernels of the occupancy sweep: (label, kernel); defined below.
-READ_VARIANTS = ("1 load in flight per thread", "plain loop, as compiled",
-                 "4 independent loads per iteration")
-DIVERGENCE_MODES = ("lane % k: paths differ inside each warp",
-                    "warp % k: one path per warp",
-                    "no branch: the path only picks constants")
-
-
-# ----------------------------------------------------------------------------- kernels
-
-@cuda.jit
-def fill_random(x, seed):
-    # Pseudo-random float32 values in [0.5, 1.5) from a hash of the index: never zeros.
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        h = (i * 2654435761 + seed * 97531) & 0xFFFFFFFF
-        h ^= h >> 16
-        h = (h * 0x45D9F3B) & 0xFFFFFFFF
-        h ^= h >> 16
-        x[i] = float32(0.5) + float32(h & 0xFFFFFF) * float32(1.0 / 16777216.0)
-
-
-# --8<-- [start:read]
-@cuda.jit
-def read_sum_dependent(x, partial):
-    # One load in flight per thread: the next address waits for this value. (Our data is
-    # positive, so s < 0 is never true and the address never changes; the hardware cannot know.)
-    t = cuda.grid(1)
-    step = cuda.gridsize(1)
-    s = float32(0.0)
-    i = t
-    while i < x.shape[0]:
-        s += x[i]
-        i += step + (s < float32(0.0))
-    partial[t] = s
-
-
-@cuda.jit
-def read_sum(x, partial):
-    # The plain grid-stride loop. The compiler unrolls it and issues several loads at once.
-    t = cuda.grid(1)
-    step = cuda.gridsize(1)
-    s = float32(0.0)
-    for i in range(t, x.shape[0], step):
-        s += x[i]
-    partial[t] = s
-
-
-@cuda.jit
-def read_sum_ilp4(x, partial):
-    # The same sum with four independent loads per iteration: four loads in flight per thread.
-    t = cuda.grid(1)
-    step = cuda.gridsize(1)
-    n = x.shape[0]
-    s0 = s1 = s2 = s3 = float32(0.0)
-    i = t
-    while i + 3 * step < n:
-        s0 += x[i]
-        s1 += x[i + step]
-        s2 += x[i + 2 * step]
-        s3 += x[i + 3 * step]
-        i += 4 * step
-    while i < n:
-        s0 += x[i]
-        i += step
-    partial[t] = (s0 + s1) + (s2 + s3)
-# --8<-- [end:read]
-
-
-# --8<-- [start:strided]
-@cuda.jit
-def strided_copy(x, out, stride):
-    # Thread i reads element i * stride: neighbouring threads read addresses 4 * stride bytes apart.
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        out[i] = x[i * stride]
-# --8<-- [end:strided]
-
-
-# --8<-- [start:divergence]
-@cuda.jit
-def paths_kernel(x, out, k, iters, mode):
-    # Element e follows path e % k: the same arithmetic with constants of its own (exact in float32).
-    t = cuda.grid(1)
-    if t >= x.shape[0]:
-        return
-    e = t                        # the element this thread computes
-    if mode == 1:                # renumber so the 32 threads of a warp share e % k
-        w = t // 32
-        e = (w // k) * 32 * k + (t % 32) * k + w % k
-    path = e % k
-    v = x[e]
-    b = float32(1.0 / 1024.0)
-    if mode == 2:                # no branch: the path only picks the constant
-        a = float32(1.0) - float32(path + 1) * float32(1.0 / 8192.0)
-        for _ in range(iters):
-            v = v * a + b
-    else:
-        for p in range(k):
-            if path == p:        # only the threads on path p run; the rest of the warp waits
-                a = float32(1.0) - float32(p + 1) * float32(1.0 / 8192.0)
-                for _ in range(iters):
-                    v = v * a + b
-    out[e] = v
-# --8<-- [end:divergence]
-
-
-# --8<-- [start:chase]
-@cuda.jit
-def chase(nxt, steps, pos):
-    # One thread follows a random cycle: each load needs the value of the one before.
-    j = pos[0]
-    for _ in range(steps):
-        j = nxt[j]
-    pos[0] = j
-# --8<-- [end:chase]
-
-
-READ_KERNELS = tuple(zip(READ_VARIANTS, (read_sum_dependent, read_sum, read_sum_ilp4)))
-
-
-@cuda.jit
-def empty_kernel():
-    pass
-
-
-@cuda.jit
-def step_kernel(x, a, b):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        x[i] = x[i] * a + b
-
-
-# CUDA C for the launch experiment: an empty kernel, a kernel that spins for a number of clock
-# cycles (to queue work behind it), and one step of a chain of small dependent kernels.
-CUDA_SOURCE = r"""
-extern "C" __global__ void empty_kernel() {}
-
-extern "C" __global__ void spin(long long cycles) {
-    long long start = clock64();
-    while (clock64() - start < cycles) { }
-}
-
-extern "C" __global__ void step(float* x, int n, float a, float b) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = x[i] * a + b;
-}
-"""
-
-
-# ----------------------------------------------------------------------- host kernels
-
-@numba.njit(parallel=True, fastmath=True)
-def cpu_read_sum(x):
-    # fastmath lets LLVM reorder the additions, so the sum uses SIMD instructions
-    s = 0.0
-    for i in numba.prange(x.shape[0]):
-        s += x[i]
-    return s
-
-
-@numba.njit(parallel=True)
-def cpu_strided_copy(x, out, stride):
-    for i in numba.prange(out.shape[0]):
-        out[i] = x[i * stride]
-
-
-# --------------------------------------------------------------------- pure arithmetic
-
-# --8<-- [start:occupancy]
-def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
-              gpu: dict) -> dict:
-    """Blocks and warps one multiprocessor can hold at once, and what limits them.
-
-    Each limit is the number of whole blocks that fit: by threads (warps), by registers
-    (allocated per warp in units of 256), by shared memory (each block also reserves 1 KiB
-    for the system on compute capability 8.0 and later) and by the hardware's block slots.
-    """
-    if threads_per_block < 1 or threads_per_block > gpu["max_threads_per_block"]:
-        raise ValueError(f"threads per block must be 1..{gpu['max_threads_per_block']}, "
-                         f"got {threads_per_block}")
-    if registers_per_thread < 0 or shared_bytes_per_block < 0:
-        raise ValueError("registers and shared memory cannot be negative")
-    warp = gpu["warp_size"]
-    warps_per_block = math.ceil(threads_per_block / warp)
-    max_warps = gpu["max_threads_per_multiprocessor"] // warp
-    regs_per_warp = math.ceil(registers_per_thread * warp / 256) * 256
-    limits = {
-        "threads": max_warps // warps_per_block,
-        "registers": ((gpu["registers_per_multiprocessor"] // regs_per_warp) // warps_per_block
-                      if regs_per_warp else max_warps),
-        "shared memory": gpu["shared_memory_per_multiprocessor_bytes"] // (shared_bytes_per_block + 1024),
-        "block slots": gpu.get("max_blocks_per_multiprocessor") or 32,
-    }
-    limiter = min(limits, key=limits.get)
-    blocks = limits[limiter]
-    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps_per_block,
-            "occupancy": blocks * warps_per_block / max_warps, "limited_by": limiter,
-            "limits": limits}
-# --8<-- [end:occupancy]
-
-
-# --8<-- [start:little]
-def littles_law(bandwidth_gbs: float, latency_ns: float, multiprocessors: int,
-                bytes_per_load: int = 4, warp_size: int = 32) -> dict:
-    """Bytes that must be in flight to sustain a bandwidth when each load takes a latency."""
-    if bandwidth_gbs <= 0 or latency_ns <= 0 or multiprocessors < 1:
-        raise ValueError("bandwidth, latency and multiprocessors must be positive")
-    in_flight = bandwidth_gbs * 1e9 * latency_ns * 1e-9          # bytes, whole GPU
-    per_sm = in_flight / multiprocessors
-    return {"bytes_in_flight": in_flight, "bytes_per_sm": per_sm,
-            "loads_per_sm": per_sm / bytes_per_load,
-            "warps_per_sm_one_load_each": per_sm / (bytes_per_load * warp_size)}
-# --8<-- [end:little]
-
-
-def window_elements(probe_gbs: float, *, target_s: float = 2e-3, minimum: int = 2**24,
-                    maximum: int = 2**28, granule: int = 2**20) -> int:
-    """Elements per timed call so that one call takes about ``target_s`` at ``probe_gbs``."""
-    want = int(probe_gbs * 1e9 * target_s / 4)
-    want = max(minimum, min(maximum, want))
-    return max(granule, want // granule * granule)
-
-
-def paths_reference(x: np.ndarray, k: int, iters: int, elements=None) -> np.ndarray:
-    """What :func:`paths_kernel` computes for ``x`` (elements ``elements``, default 0..), in float64.
-
-    The kernel's constants are exact in float32, so only the rounding of each step differs.
-    """
-    e = np.arange(x.shape[0]) if elements is None else np.asarray(elements)
-    a = 1.0 - ((e % k) + 1) / 8192.0
-    v = x.astype(np.float64)
-    for _ in range(iters):
-        v = v * a + 1.0 / 1024.0
-    return v
-
-
-def random_cycle(n: int, seed: int = 0, xp=np) -> object:
-    """``nxt`` with one cycle through all of 0..n-1 in random order (``xp``: numpy or cupy)."""
-    if n < 1:
-        raise ValueError("a cycle needs at least one element")
-    order = xp.random.default_rng(seed).permutation(n) if xp is np else xp.random.permutation(n)
-    order = order.astype(xp.int32)
-    nxt = xp.empty(n, dtype=xp.int32)
-    nxt[order] = xp.roll(order, -1)
-    return nxt
-
-
-def walk(nxt: np.ndarray, start: int, steps: int) -> int:
-    j = int(start)
-    for _ in range(steps):
-        j = int(nxt[j])
-    return j
-
-
-# ------------------------------------------------------------------------- host facts
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().strip()
-    except OSError:
-        return None
-
-
-def _size_bytes(text: str | None) -> int | None:
-    if not text:
-        return None
-    unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1].upper())
-    return int(text[:-1]) * unit if unit else int(text)
-
-
-def host_facts() -> dict:
-    """The CPU's counterpart of the GPU device query: cores, SIMD, caches, memory, clock."""
-    from gpukit import device
-    facts = dict(device.cpu_info())
-    caches = []
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    for i in range(8):
-        level = _read(f"{base}/index{i}/level")
-        if level is None:
-            continue
-        shared = _read(f"{base}/index{i}/shared_cpu_list") or ""
-        cpus = 0
-        for part in filter(None, shared.split(",")):
-            lo, _, hi = part.partition("-")
-            cpus += int(hi or lo) - int(lo) + 1
-        caches.append({"level": int(level), "type": _read(f"{base}/index{i}/type"),
-                       "bytes": _size_bytes(_read(f"{base}/index{i}/size")),
-                       "shared_by_cpus": cpus or None})
-    facts["caches"] = caches
-    meminfo = _read("/proc/meminfo") or ""
-    for line in meminfo.splitlines():
-        if line.startswith("MemTotal:"):
-            facts["memory_bytes"] = int(line.split()[1]) * 1024
-    mhz = _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
-    if mhz:
-        facts["max_mhz"] = int(mhz) / 1000
-    else:
-        cpuinfo = _read("/proc/cpuinfo") or ""
-        for line in cpuinfo.splitlines():
-            if line.startswith("cpu MHz"):
-                facts["current_mhz"] = float(line.split(":")[1])
-                break
-    simd = facts.get("simd", [])
-    facts["float32_lanes"] = 16 if "avx512f" in simd else 8 if "avx" in simd else 4
-    facts["vector_registers"] = 32 if "avx512f" in simd else 16
-    return facts
-
-
-# ---------------------------------------------------------------------- host experiments
-
-def host_experiments(n: int, repeat: int) -> dict:
-    """Read bandwidth of all cores, and strided copies, on the host (numba parallel)."""
-    from gpukit import bench
-    x = np.random.default_rng(0).random(n, dtype=np.float32) + np.float32(0.5)
-    ref = float(x.sum(dtype=np.float64))
-    got = cpu_read_sum(x)
-    if not abs(got - ref) <= 1e-6 * ref:
-        raise AssertionError(f"host read sum {got} differs from {ref}")
-    t = bench.bench(lambda: cpu_read_sum(x), timer="cpu", name="host read, all cores",
-                    warmup=1, repeat=repeat, bytes=4 * n)
-    rows = [{**t.to_dict(), "name": "host read (sum), all cores", "kind": "read"}]
-    out = np.empty(n, dtype=np.float32)
-    for s in STRIDES:
-        m = n // s
-        view = out[:m]
-        view.fill(np.nan)
-        cpu_strided_copy(x, view, s)
-        if not np.array_equal(view, x[: m * s: s]):
-            raise AssertionError(f"host strided copy, stride {s}: wrong elements")
-        ts = bench.bench(lambda: cpu_strided_copy(x, view, s), timer="cpu", name=f"stride {s}",
-                         warmup=1, repeat=repeat, bytes=8 * m)
-        rows.append({**ts.to_dict(), "name": f"host strided copy, stride {s}", "kind": "strided",
-                     "stride": s, "elements": m})
-    base = rows[1]["gbs"]
-    for r in rows[1:]:
-        r["fraction_of_stride1"] = r["gbs"] / base
-    return {"n": n, "rows": rows, "facts": host_facts(), "threads": numba.get_num_threads()}
+#: Elements of the array each kernel is checked on by :func:`selfcheck`.
+SELFCHECK_N = 1000
 
 
 # ------------------------------------------------------------------------ GPU experiments
@@ -730,7 +387,7 @@ def selfcheck() -> list[dict]:
     def record(name, ok, detail=""):
         checks.append({"kernel": name, "ok": bool(ok), "detail": detail})
 
-    n = 1000
+    n = SELFCHECK_N
     x = cuda.device_array(n, dtype=np.float32)
     fill_random[(n + 63) // 64, 64](x, 1)
     hx = x.copy_to_host()
@@ -759,16 +416,12 @@ def selfcheck() -> list[dict]:
     return checks
 
 
-def _simulator_selfcheck() -> dict:
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, "-m", "gpukit.gpu_anatomy.measure", "selfcheck"],
-                          capture_output=True, text=True, env=env, timeout=600,
-                          check=False)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"n": 0, "rows": [], "error": tail[0]}
-    checks = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"n": 1000, "rows": [], "checks": checks}
+def simulator_part() -> dict:
+    """:func:`selfcheck` in a fresh process on numba's CUDA simulator (CUDA devices hidden)."""
+    checks = proc.run_fresh("gpukit.gpu_anatomy.measure:selfcheck", env=proc.NO_GPU, timeout=600)
+    if isinstance(checks, dict):                 # the child failed: {"error": ..., "process_s": ...}
+        return {"n": 0, "rows": [], "error": checks["error"]}
+    return {"n": SELFCHECK_N, "rows": [], "checks": checks}
 
 
 # ------------------------------------------------------------------------------- run
@@ -791,15 +444,8 @@ def run(n: int | None, repeat: int = 30) -> dict:
     if gpu:
         gpu_experiments(n_gpu, repeat, parts)
     else:
-        parts["simulator"] = _simulator_selfcheck()
+        parts["simulator"] = simulator_part()
     total = time.perf_counter() - t_start
     print(f"  gpu-anatomy total: {total:.1f} s", flush=True)
     parts["host"]["total_s"] = total
     return parts
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["selfcheck"]:
-        print(json.dumps(selfcheck()))
-    else:
-        print("usage: python -m gpukit.gpu_anatomy.measure selfcheck", file=sys.stderr)
-        sys.exit(2)

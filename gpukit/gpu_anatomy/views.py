@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from .. import pages  # noqa: F401
-
 import math
 
-from .measure import BLOCK_SIZES, DIVERGENCE_MODES, FP32_LANES_PER_SM, NAME, PATHS, READ_VARIANTS, littles_law  # noqa: F401
+from .. import pages
+from .kernels import BLOCK_SIZES, DIVERGENCE_MODES, FP32_LANES_PER_SM, PATHS, READ_VARIANTS, littles_law
+from .measure import NAME
 
 
 # ------------------------------------------------------------------- tables and plots
-
-def _svg(fig) -> str:
-    return pages.svg(fig)
-
 
 def _figure(width=8.0, height=3.6, ncols=1):
     import matplotlib
@@ -37,11 +33,6 @@ def _part(data: dict, name: str) -> dict:
     if part.get("error"):
         raise pages.NotRecorded(name)
     return part
-
-
-def _gpu_title(data: dict) -> str:
-    m = data["machine"]
-    return f"{m['gpu']['name']}, {m['date'][:10]}"
 
 
 def _mib(b) -> str:
@@ -181,8 +172,8 @@ def _register() -> None:
         ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7.5, loc="lower right", ncol=2)
-        ax.set_title(f"Streaming read of float32 data, {_gpu_title(data)}", fontsize=10)
-        return _svg(fig)
+        ax.set_title(f"Streaming read of float32 data, {pages.plot_title(data)}", fontsize=10)
+        return pages.svg(fig)
 
     @pages.renderer(NAME, "occupancy-table")
     def occupancy_table(slug: str, data: dict) -> str:
@@ -267,7 +258,7 @@ def _register() -> None:
         where = data["machine"]["gpu"]["name"] if data["machine"].get("gpu") else data["host"]["facts"]["model"]
         fig.suptitle(f"Copy out[i] = x[i * stride], float32, {where}, {data['machine']['date'][:10]}",
                      fontsize=10)
-        return _svg(fig)
+        return pages.svg(fig)
 
     @pages.renderer(NAME, "strided-traffic")
     def strided_traffic(slug: str, data: dict) -> str:
@@ -337,9 +328,9 @@ def _register() -> None:
         ax.set_ylabel("kernel time (ms)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-        ax.set_title(f"{p['n']:,} threads x {p['iters']:,} multiply-adds each, {_gpu_title(data)}",
+        ax.set_title(f"{p['n']:,} threads x {p['iters']:,} multiply-adds each, {pages.plot_title(data)}",
                      fontsize=10)
-        return _svg(fig)
+        return pages.svg(fig)
 
     @pages.renderer(NAME, "launch")
     def launch_table(slug: str, data: dict) -> str:

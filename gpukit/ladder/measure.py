@@ -1,504 +1,48 @@
-"""One operation, five levels: ``y = softmax(scale * x + bias)`` row by row, PyTorch down to CUDA C.
+"""The ladder's benchmark: every level on this machine, each in a fresh process.
 
-``x`` is an R x C float32 matrix, ``bias`` a float32 vector of C elements added to every row,
-``scale`` a number. Each row of ``y`` is ``exp(z - max(z)) / sum(exp(z - max(z)))`` with
-``z = scale * x_row + bias``: two reductions per row (a max and a sum) around elementwise work.
-
-The same operation is written at every level of the GPU software stack: PyTorch eager and
-``torch.compile``, CuPy array code and CuPy's kernel templates, a numba.cuda kernel, CUDA C
-(``ladder.cu``, compiled by CuPy's ``RawModule``) and Triton; JAX when it is installed.
-:func:`run` times each level in a fresh process with empty kernel caches (first call apart
-from the steady state), verifies it against a float64 NumPy reference and compares it with the
-device-copy bandwidth ceiling measured in the same run.
-
-Heavy libraries are imported inside functions, so this module loads (for the site's renderers)
-without torch, CuPy, numba or Triton, and before numba chooses its simulator.
+:func:`run` (``gpukit bench ladder``) runs each level of :data:`.levels.LEVELS` in a fresh
+Python process whose kernel caches all start empty, so its first call includes what a
+reader's first call includes (import, GPU context, compiling). Each level is verified against
+the float64 reference and timed at a main shape and a sweep of row lengths, then compared
+with the copy bandwidth ceiling measured in the same run.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import math
 import os
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-import numpy as np
+from gpukit import proc
+
+from .levels import LEVELS, RTOL, Skip, level_loc, measure_level, real_gpu
 
 NAME = "ladder"
-HERE = Path(__file__).resolve().parent
-CU_SOURCE = HERE / "ladder.cu"
-
-#: Relative error bound against the float64 reference. Holds when |scale * x + bias| stays
-#: below ~20 or is computed exactly (see :func:`check`); float32 rounding of z dominates beyond.
-RTOL = 1e-5
-
-#: The levels, in the order of the chapter: key -> (label, library, snippet sections counted as
-#: its lines of code, array passes over memory read off the code: 2 means read x once and
-#: write y once, the minimum; None: decided by a compiler).
-LEVELS = {
-    "torch-eager": ("PyTorch eager, written out", "PyTorch", [("py", "torch_eager")], 12),
-    "torch-softmax": ("PyTorch eager, torch.softmax", "PyTorch", [("py", "torch_softmax")], 6),
-    "torch-compile": ("torch.compile", "PyTorch",
-                      [("py", "torch_eager"), ("py", "torch_compile")], None),
-    "cupy-array": ("CuPy array code", "CuPy", [("py", "cupy_array")], 12),
-    "cupy-kernels": ("CuPy ReductionKernel + ElementwiseKernel", "CuPy",
-                     [("py", "cupy_kernels")], 4),
-    "numba-cuda": ("numba.cuda kernel", "numba", [("py", "numba_kernel")], 3),
-    "cuda-c": ("CUDA C (cupy.RawModule)", "CUDA C",
-               [("cu", "reduce"), ("cu", "regs"), ("py", "cuda_c")], 2),
-    "triton": ("Triton", "Triton", [("py", "triton")], 2),
-    "jax": ("JAX jax.jit", "JAX", [("py", "jax")], None),
-}
-
-#: What the pass counts above mean, for the page.
-PASSES = {
-    12: "multiply, add, max, subtract, exp, sum, divide: 7 kernels, each a full pass",
-    6: "multiply, add, then one softmax kernel",
-    4: "max pass, sum pass, then read x and write y",
-    3: "reads x twice and writes y",
-    2: "reads x once, writes y once",
-}
-
-
-# ================================================================== inputs and checking
-
-# --8<-- [start:inputs]
-def make_inputs(rows: int, cols: int, seed: int = 0):
-    """Random float32 x (rows x cols) and bias (cols), and the scale."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((rows, cols), dtype=np.float32)
-    bias = (0.5 * rng.standard_normal(cols)).astype(np.float32)
-    return x, np.float32(1.5), bias
-
-
-def reference(x, scale, bias) -> np.ndarray:
-    """softmax(scale * x + bias) per row, in float64 with NumPy."""
-    z = np.float64(scale) * np.asarray(x, np.float64) + np.asarray(bias, np.float64)
-    z -= z.max(axis=1, keepdims=True)   # without this, exp overflows for large z
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-# --8<-- [end:inputs]
-
-
-def check(y, x, scale, bias, *, what: str = "softmax", sample_rows: int = 256) -> float:
-    """Raise :class:`gpukit.verify.Mismatch` unless ``y`` is the softmax of ``scale * x + bias``.
-
-    Every element must be finite (outputs are poisoned with NaN first), every row must sum
-    to 1, and up to ``sample_rows`` rows spread over the matrix (always the first and last)
-    are compared element by element with the float64 reference (relative error <= RTOL).
-    Returns the largest relative error seen.
-    """
-    from gpukit.verify import Mismatch, check_close, to_host
-    host = to_host(y)
-    x = to_host(x)
-    if host.shape != x.shape:
-        raise Mismatch(f"{what}: output shape {host.shape} != input shape {x.shape}")
-    if host.size == 0:
-        return 0.0
-    if not np.all(np.isfinite(host)):
-        bad = int(np.count_nonzero(~np.isfinite(host)))
-        raise Mismatch(f"{what}: {bad} of {host.size} elements are NaN or inf")
-    sums = host.sum(axis=1, dtype=np.float64)
-    worst = float(np.max(np.abs(sums - 1.0)))
-    if worst > 1e-4:
-        raise Mismatch(f"{what}: a row sums to 1 {'+' if worst > 0 else ''}{worst:.3g}")
-    rows = np.unique(np.linspace(0, x.shape[0] - 1, min(sample_rows, x.shape[0])).astype(int))
-    return check_close(host[rows], reference(x[rows], scale, bias), rtol=RTOL, what=what)
-
-
-def _check_shapes(x, bias, out=None) -> None:
-    if len(x.shape) != 2:
-        raise ValueError(f"x must be a matrix (2-D), not {len(x.shape)}-D")
-    if tuple(bias.shape) != (x.shape[1],):
-        raise ValueError(f"bias must have {x.shape[1]} elements (one per column), not shape "
-                         f"{tuple(bias.shape)}")
-    if out is not None and tuple(out.shape) != tuple(x.shape):
-        raise ValueError(f"out has shape {tuple(out.shape)}, x has {tuple(x.shape)}")
-
-
-# ================================================================== the levels
-
-# --8<-- [start:torch_eager]
-def softmax_torch(x, scale, bias):
-    z = scale * x + bias
-    z = z - z.amax(dim=1, keepdim=True)
-    e = z.exp()
-    return e / e.sum(dim=1, keepdim=True)
-# --8<-- [end:torch_eager]
-
-
-# --8<-- [start:torch_softmax]
-def softmax_torch_library(x, scale, bias):
-    import torch
-    return torch.softmax(scale * x + bias, dim=1)
-# --8<-- [end:torch_softmax]
-
-
-# --8<-- [start:torch_compile]
-def softmax_torch_compiled():
-    import torch
-    return torch.compile(softmax_torch, dynamic=False)
-# --8<-- [end:torch_compile]
-
-
-# --8<-- [start:cupy_array]
-def softmax_cupy(x, scale, bias):
-    import cupy
-    z = scale * x + bias
-    z -= z.max(axis=1, keepdims=True)
-    cupy.exp(z, out=z)
-    z /= z.sum(axis=1, keepdims=True)
-    return z
-# --8<-- [end:cupy_array]
-
-
-# --8<-- [start:cupy_kernels]
-@functools.cache
-def _cupy_kernels():
-    import cupy
-    row_max = cupy.ReductionKernel(
-        "float32 x, float32 scale, float32 bias", "float32 row_max",
-        "scale * x + bias",                 # map each element
-        "fmaxf(a, b)",                      # reduce two mapped values
-        "row_max = a", "-3.402823466e+38f",  # store; start from the most negative float
-        "ladder_row_max", reduce_type="float")
-    row_sum = cupy.ReductionKernel(
-        "float32 x, float32 scale, float32 bias, float32 row_max", "float32 total",
-        "expf(scale * x + bias - row_max)", "a + b", "total = a", "0",
-        "ladder_row_sum_exp", reduce_type="float")
-    write = cupy.ElementwiseKernel(
-        "float32 x, float32 scale, float32 bias, float32 row_max, float32 total", "float32 y",
-        "y = expf(scale * x + bias - row_max) / total", "ladder_softmax_write")
-    return row_max, row_sum, write
-
-
-def softmax_cupy_kernels(x, scale, bias, out):
-    row_max, row_sum, write = _cupy_kernels()
-    scale = np.float32(scale)
-    m = row_max(x, scale, bias, axis=1, keepdims=True)           # pass 1: read x
-    total = row_sum(x, scale, bias, m, axis=1, keepdims=True)    # pass 2: read x
-    return write(x, scale, bias, m, total, out)                  # pass 3: read x, write y
-# --8<-- [end:cupy_kernels]
-
-
-# --8<-- [start:numba_kernel]
-@functools.cache
-def numba_softmax_kernel(threads: int):
-    global cuda   # a module global: numba's CUDA simulator swaps it in the kernel's globals
-    from numba import cuda, float32
-
-    @cuda.jit
-    def kernel(x, bias, scale, y):
-        row, t = cuda.blockIdx.x, cuda.threadIdx.x
-        cols = x.shape[1]
-        # 1. each thread: running max m and sum s of exp(z - m) over its columns
-        m, s = float32(-math.inf), float32(0.0)
-        for j in range(t, cols, threads):
-            z = scale * x[row, j] + bias[j]
-            if z > m:
-                s = s * math.exp(m - z) + float32(1.0)
-                m = z
-            else:
-                s += math.exp(z - m)
-        # 2. merge the threads' (m, s) pairs in shared memory, halving each step
-        sm = cuda.shared.array(threads, float32)
-        ss = cuda.shared.array(threads, float32)
-        sm[t], ss[t] = m, s
-        cuda.syncthreads()
-        step = threads // 2
-        while step > 0:
-            if t < step:
-                m1, s1, m2, s2 = sm[t], ss[t], sm[t + step], ss[t + step]
-                mm = max(m1, m2)
-                if mm > float32(-math.inf):
-                    ss[t] = s1 * math.exp(m1 - mm) + s2 * math.exp(m2 - mm)
-                sm[t] = mm
-            cuda.syncthreads()
-            step //= 2
-        # 3. read x again, write y
-        row_max, inv = sm[0], float32(1.0) / ss[0]
-        for j in range(t, cols, threads):
-            y[row, j] = math.exp(scale * x[row, j] + bias[j] - row_max) * inv
-
-    return kernel
-
-
-def softmax_numba(x, scale, bias, out, threads: int = 256):
-    _check_shapes(x, bias, out)
-    if x.shape[0] > 0:
-        numba_softmax_kernel(threads)[x.shape[0], threads](x, bias, np.float32(scale), out)
-    return out
-# --8<-- [end:numba_kernel]
-
-
-# --8<-- [start:cuda_c]
-@functools.cache
-def _cuda_c_function(name: str):
-    import cupy
-    module = cupy.RawModule(code=CU_SOURCE.read_text(encoding="utf-8"),
-                            options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
-
-
-def cuda_c_config(cols: int, aligned: bool = True) -> tuple[str, int]:
-    """Which kernel instance and how many threads per block for rows of ``cols`` floats."""
-    groups = cols // 4                              # float4 loads per row
-    if cols % 4 == 0 and aligned and 0 < groups <= 8 * 1024:
-        block = min(1024, max(32, 1 << math.ceil(math.log2(max(1, math.ceil(groups / 4))))))
-        vec = 1 << math.ceil(math.log2(math.ceil(groups / block)))   # 1, 2, 4 or 8
-        return f"softmax_rows_regs<{block}, {vec}>", block
-    block = min(256, max(32, 1 << math.ceil(math.log2(max(1, cols)))))
-    return f"softmax_rows_loop<{block}>", block
-
-
-def softmax_cuda_c(x, scale, bias, out):
-    _check_shapes(x, bias, out)
-    rows, cols = x.shape
-    aligned = all(a.data.ptr % 16 == 0 and a.flags.c_contiguous for a in (x, bias, out))
-    name, block = cuda_c_config(cols, aligned)
-    if rows and cols:
-        _cuda_c_function(name)((rows,), (block,), (x, bias, np.float32(scale), out, np.int32(cols)))
-    return out
-# --8<-- [end:cuda_c]
-
-
-# --8<-- [start:triton]
-@functools.cache
-def triton_softmax_kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def kernel(x_ptr, bias_ptr, y_ptr, scale, cols, row_stride, BLOCK: tl.constexpr):
-        row = tl.program_id(0)                  # one program per row
-        offs = tl.arange(0, BLOCK)
-        mask = offs < cols
-        x = tl.load(x_ptr + row * row_stride + offs, mask=mask, other=0.0)
-        b = tl.load(bias_ptr + offs, mask=mask, other=0.0)
-        z = tl.where(mask, scale * x + b, -float("inf"))
-        e = tl.exp(z - tl.max(z, axis=0))
-        tl.store(y_ptr + row * row_stride + offs, e / tl.sum(e, axis=0), mask=mask)
-
-    return kernel
-
-
-def softmax_triton(x, scale, bias, out):
-    import triton
-    _check_shapes(x, bias, out)
-    rows, cols = x.shape
-    block = triton.next_power_of_2(max(cols, 1))
-    if block > 65536:
-        raise ValueError(f"rows of {cols} elements do not fit one Triton program (at most 65536)")
-    if rows:
-        triton_softmax_kernel()[(rows,)](x, bias, out, float(scale), cols, x.stride(0),
-                                         BLOCK=block, num_warps=min(16, max(4, block // 512)))
-    return out
-# --8<-- [end:triton]
-
-
-# --8<-- [start:jax]
-@functools.cache
-def softmax_jax():
-    import jax
-    return jax.jit(lambda x, scale, bias: jax.nn.softmax(scale * x + bias, axis=1))
-# --8<-- [end:jax]
-
-
-# ================================================================== lines of code
-
-def section(path: Path, name: str) -> list[str]:
-    """The lines between ``--8<-- [start:name]`` and ``[end:name]`` in ``path``."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    starts = [i for i, ln in enumerate(lines) if ln.strip().endswith(f"[start:{name}]")]
-    ends = [i for i, ln in enumerate(lines) if ln.strip().endswith(f"[end:{name}]")]
-    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
-        raise KeyError(f"no single snippet section {name!r} in {path}")
-    return lines[starts[0] + 1:ends[0]]
-
-
-def count_loc(lines: list[str]) -> int:
-    """Lines of code: not blank, not a comment (``#`` or ``//``), not a docstring."""
-    count, in_doc = 0, False
-    for line in lines:
-        s = line.strip()
-        if in_doc:
-            in_doc = not s.endswith(('"""', "'''"))
-            continue
-        if s.startswith(('"""', "'''")):
-            quote = s[:3]
-            in_doc = not (len(s) >= 6 and s.endswith(quote))
-            continue
-        if s and not s.startswith(("#", "//")):
-            count += 1
-    return count
-
-
-def level_loc(level: str) -> int:
-    """Lines of code of one level, summed over its snippet sections."""
-    files = {"py": Path(__file__).resolve(), "cu": CU_SOURCE}
-    return sum(count_loc(section(files[kind], name)) for kind, name in LEVELS[level][2])
-
-
-# ================================================================== running one level
-
-class Skip(Exception):
-    """A level that cannot run on this machine; the message says why."""
-
-
-def _gpu() -> bool:
-    from gpukit import device
-    return device.has_gpu() and not device.simulator_enabled()
-
-
-def _libraries(level: str, gpu: bool):
-    """Import what the level needs; set up the GPU context. Returns (import_s, context_s)."""
-    t0 = time.perf_counter()
-    if level.startswith("torch") or level == "triton":
-        if level == "triton" and not gpu:
-            os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported
-        import torch
-        if level == "triton":
-            import triton  # noqa: F401
-    elif level.startswith("cupy") or level == "cuda-c":
-        if not gpu:
-            raise Skip("needs an NVIDIA GPU: CuPy imports without one but cannot run")
-        import cupy
-    elif level == "numba-cuda":
-        from gpukit import device
-        device.use_simulator_if_no_gpu()
-        from numba import cuda
-    elif level == "jax":
-        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        try:
-            import jax
-        except ImportError:
-            raise Skip("JAX is not installed on this machine") from None
-        platforms = {d.platform for d in jax.devices()}
-        if gpu and "gpu" not in platforms:
-            raise Skip(f"this JAX has no GPU backend (devices: {', '.join(sorted(platforms))})")
-    else:
-        raise ValueError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}")
-    t_import = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    if gpu:
-        if level.startswith("torch") or level == "triton":
-            torch.ones(1, device="cuda").sum().item()
-        elif level.startswith("cupy") or level == "cuda-c":
-            cupy.ones(1).sum().get()
-        elif level == "numba-cuda":
-            cuda.current_context()
-        elif level == "jax":
-            jax.numpy.ones(1).block_until_ready()
-    return t_import, time.perf_counter() - t0
-
-
-def prepare(level: str, x: np.ndarray, scale, bias: np.ndarray, gpu: bool):
-    """Copy the inputs where the level works; return (call, result, timer).
-
-    ``call()`` runs the operation once; ``result()`` is its latest output. Levels that write
-    into a given output get one poisoned with NaN, so an element they skip fails the check.
-    """
-    holder: dict = {}
-    if level.startswith("torch") or level == "triton":
-        import torch
-        dev = "cuda" if gpu else "cpu"
-        tx, tb = torch.from_numpy(x).to(dev), torch.from_numpy(bias).to(dev)
-        timer = "torch" if gpu else "cpu"
-        if level == "triton":
-            out = torch.full_like(tx, float("nan"))
-            return (lambda: softmax_triton(tx, scale, tb, out)), (lambda: out), timer
-        fn = {"torch-eager": softmax_torch, "torch-softmax": softmax_torch_library,
-              "torch-compile": None}[level] or softmax_torch_compiled()
-        s = float(scale)
-        return (lambda: holder.__setitem__("y", fn(tx, s, tb))), (lambda: holder["y"]), timer
-    if level.startswith("cupy") or level == "cuda-c":
-        import cupy
-        cx, cb = cupy.asarray(x), cupy.asarray(bias)
-        if level == "cupy-array":
-            s = float(scale)
-            return (lambda: holder.__setitem__("y", softmax_cupy(cx, s, cb))), (lambda: holder["y"]), "cupy"
-        out = cupy.full(x.shape, cupy.nan, dtype=cupy.float32)
-        fn = softmax_cupy_kernels if level == "cupy-kernels" else softmax_cuda_c
-        return (lambda: fn(cx, scale, cb, out)), (lambda: out), "cupy"
-    if level == "numba-cuda":
-        from numba import cuda
-        dx, db = cuda.to_device(x), cuda.to_device(bias)
-        out = cuda.to_device(np.full(x.shape, np.nan, dtype=np.float32))
-        threads = 256 if gpu else 32   # the simulator runs each thread as a Python thread
-        return (lambda: softmax_numba(dx, scale, db, out, threads)), (lambda: out), \
-            "numba" if gpu else "cpu"
-    if level == "jax":
-        import jax
-        jx, jb = jax.device_put(x), jax.device_put(bias)
-        fn, s = softmax_jax(), np.float32(scale)
-        return (lambda: holder.__setitem__("y", fn(jx, s, jb).block_until_ready())), \
-            (lambda: np.asarray(holder["y"])), "cpu"
-    raise ValueError(f"unknown level {level!r}")
-
-
-def measure(level: str, shapes, repeat: int, *, seed: int = 0) -> dict:
-    """Import, set up, then per shape: first call, check, steady state. Raises Skip."""
-    from gpukit import bench
-    gpu = _gpu()
-    t_import, t_context = _libraries(level, gpu)
-    result = {"level": level, "import_s": t_import, "context_s": t_context, "shapes": []}
-    biggest = max(r * c for r, c in shapes)
-    x_all, scale, bias_all = make_inputs(1, max(biggest, 1), seed)
-    x_all = x_all.ravel()
-    for rows, cols in shapes:
-        x, bias = x_all[:rows * cols].reshape(rows, cols), bias_all[:cols].copy()
-        call, out, timer = prepare(level, x, scale, bias, gpu)
-        nbytes = (2 * rows * cols + cols) * 4
-        t = bench.bench(call, timer=timer, name=level, warmup=2, repeat=repeat, bytes=nbytes)
-        err = check(out(), x, scale, bias, what=f"{level} {rows}x{cols}")
-        result["shapes"].append({"rows": rows, "cols": cols, "max_rel_err": err, **t.to_dict()})
-        del call, out
-    return result
-
-
-# ================================================================== the benchmark
-
 #: Row lengths of the sweep; every shape has the same number of elements as the main one.
 SWEEP_COLS = (1024, 4096, 16384)
 CHILD_TIMEOUT_S = 400
 
 
-def _child(spec: dict) -> dict:
+def one_level(level: str, shapes: list, repeat: int) -> dict:
+    """:func:`.levels.measure_level`, or ``{"level", "skipped"}`` with the reason when the
+    level cannot run here: what the fresh process of :func:`run` returns."""
     try:
-        return measure(spec["level"], [tuple(s) for s in spec["shapes"]], spec["repeat"])
+        return measure_level(level, [tuple(s) for s in shapes], repeat)
     except Skip as exc:
-        return {"level": spec["level"], "skipped": str(exc)}
+        return {"level": level, "skipped": str(exc)}
 
 
-def _spawn(spec: dict, cache_dir: str) -> dict:
+def _fresh(spec: dict, cache_dir: str) -> dict:
     """One level in a fresh Python process whose kernel caches all start empty."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    for var, sub in (("NUMBA_CACHE_DIR", "numba"), ("CUPY_CACHE_DIR", "cupy"),
-                     ("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor")):
-        env[var] = os.path.join(cache_dir, sub)
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "gpukit.ladder.measure", "child",
-                               json.dumps(spec)], capture_output=True, text=True, env=env,
-                              timeout=CHILD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        return {"level": spec["level"], "error": f"timed out after {CHILD_TIMEOUT_S} s"}
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-        return {"level": spec["level"], "error": (lines or ["no output"])[-1][:500], "process_s": wall}
-    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": wall}
+    env = {**proc.cache_env(cache_dir), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    res = proc.run_fresh("gpukit.ladder.measure:one_level", spec["level"], spec["shapes"],
+                         spec["repeat"], env=env, timeout=CHILD_TIMEOUT_S)
+    return {"level": spec["level"], **res} if "error" in res else res
 
 
 def _in_process(spec: dict) -> dict:
     try:
-        return _child(spec)
+        return one_level(spec["level"], spec["shapes"], spec["repeat"])
     except Exception as exc:  # noqa: BLE001 - a failing level is recorded, the rest go on
         return {"level": spec["level"], "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
 
@@ -512,7 +56,7 @@ def run(n: int | None = None, repeat: int = 30, *, fresh_process: bool = True,
     """
     from gpukit import bench
     t_start = time.perf_counter()
-    gpu = _gpu()
+    gpu = real_gpu()
     main_cols = 4096
     elements = n or (2**27 if gpu else 2**24)
     main = (max(1, elements // main_cols), main_cols)
@@ -527,7 +71,7 @@ def run(n: int | None = None, repeat: int = 30, *, fresh_process: bool = True,
             spec = {"level": level, "shapes": tiny if simulated else shapes,
                     "repeat": 2 if simulated else (repeat if gpu else max(2, repeat // 6))}
             t0 = time.perf_counter()
-            res = (_spawn(spec, os.path.join(tmp, f"cache{i}")) if fresh_process
+            res = (_fresh(spec, os.path.join(tmp, f"cache{i}")) if fresh_process
                    else _in_process(spec))
             label, library, _, passes = LEVELS[level]
             base = {"level": level, "label": label, "library": library, "loc": level_loc(level),
@@ -566,10 +110,3 @@ def run(n: int | None = None, repeat: int = 30, *, fresh_process: bool = True,
             "ceiling": {"name": ceiling.name, **ceiling.to_dict()}, "ceiling_gbs": ceiling.gbs,
             "fresh_process": fresh_process, "total_s": total, "rtol": RTOL}
     return {"gpu" if gpu else "cpu": part}
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "child":
-        print(json.dumps(_child(json.loads(sys.argv[2]))))
-    else:
-        print("usage: python -m gpukit.ladder.measure child SPEC_JSON", file=sys.stderr)
-        sys.exit(2)

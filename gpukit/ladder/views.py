@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-from .. import pages  # noqa: F401
+from gpukit import pages
+from gpukit.pages import fmt_num, fmt_time, table
 
+from .levels import LEVELS, PASSES
+from .measure import NAME
 
-from .measure import LEVELS, NAME, PASSES  # noqa: F401
-
-
-# ================================================================== the chapter's tables and plot
 
 def _part(data: dict) -> dict:
     return data["gpu"] if "gpu" in data else data["cpu"]
 
 
 def _where(data: dict) -> str:
+    """The GPU's name, or "<CPU model>, <n> cores, no GPU" (not quite
+    :func:`gpukit.pages.machine_title`'s words on a machine without a GPU)."""
     m = data["machine"]
     if m.get("gpu"):
         return m["gpu"]["name"]
     return f"{m['cpu']['model']}, {m['cpu']['usable_cpus']} cores, no GPU"
 
 
-def _svg(fig) -> str:
-    return pages.svg(fig)
-
-
 def _register() -> None:
-    from gpukit.pages import fmt_num, fmt_time, table
-
     @pages.renderer(NAME, "table")
     def speed(slug: str, data: dict) -> str:
         p = _part(data)
@@ -140,7 +135,7 @@ def _register() -> None:
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
         ax.set_title(f"softmax(scale * x + bias) per row on {_where(data)}, {data['machine']['date'][:10]}",
                      fontsize=10)
-        return _svg(fig)
+        return pages.svg(fig)
 
     @pages.renderer(NAME, "summary")
     def summary(slug: str, data: dict) -> str:

@@ -1,21 +1,11 @@
 """Where does the GPU start to win? CPU and GPU timed on the same machine, size by size.
 
-Two float32 workloads, each written once per backend:
-
-* **SAXPY**, ``out = a * x + y``: 2 FLOPs and 12 bytes per element (read x and y,
-  write out). Memory-bound on every processor.
-* **Horner**, a degree-:data:`DEGREE` polynomial per element: 2 FLOPs per degree
-  (one multiply-add) and 8 bytes (read x, write out) per element, 32 FLOPs per
-  byte: compute-bound on every processor.
-
-Backends: pure Python (on lists, small sizes only), NumPy, numba on one core, numba
-on all cores (``parallel=True`` with ``prange``), and a numba CUDA kernel timed
-alone (CUDA events) and end to end, including the copies to and from the GPU
-from pageable and from pinned host memory. Every result is checked against a
-float64 reference; outputs are poisoned with NaN first.
-
-``run(n, repeat)`` is ``gpukit bench crossover``; the renderers below turn its
-results file into the chapter's plots and tables.
+:func:`run` (``gpukit bench why-gpus``) times both workloads of :mod:`.kernels` on every
+backend at half-decade sizes from 1e3 up to ``n``: pure Python (small sizes only), NumPy,
+numba on one core and on all cores, and the numba CUDA kernel timed alone (CUDA events)
+and end to end, including the copies to and from the GPU from pageable and from pinned
+host memory. Every result is checked against a float64 reference; outputs are poisoned
+with NaN first. :func:`crossover` finds the size from which on the GPU beats the best CPU.
 """
 
 from __future__ import annotations
@@ -29,19 +19,11 @@ import numpy as np
 
 from gpukit import device
 
-#: Degree of the polynomial (DEGREE multiply-adds per element).
+from .kernels import (BYTES_PER_ELEMENT, COEFFS, DEGREE, FLOPS_PER_ELEMENT, RTOL, SAXPY_A,
+                      cpu_kernel, horner_numpy, horner_python, launch, numba_cpu, reference,
+                      saxpy_numpy, saxpy_python)
+
 NAME = "why_gpus"
-DEGREE = 128
-#: Coefficients, highest power first: all positive, so with x in [0, 1) nothing cancels
-#: and float32 stays within a few ulps per step of the float64 reference.
-COEFFS = (1.0 / np.arange(1, DEGREE + 2)).astype(np.float32)
-SAXPY_A = np.float32(2.0)
-#: Relative error allowed against float64 (SAXPY: a few ulps; Horner: DEGREE roundings).
-RTOL = {"saxpy": 1e-6, "poly": 2e-5}
-BYTES_PER_ELEMENT = {"saxpy": 12, "poly": 8}
-FLOPS_PER_ELEMENT = {"saxpy": 2, "poly": 2 * DEGREE}
-#: Elements per block of the SIMD-friendly Horner loop (128 float32 = 8 AVX-512 registers).
-BLOCK = 128
 #: Largest size for each slow backend (the fast ones go to n). Pure Python on lists only.
 CAPS = {
     ("saxpy", "python"): 10**6, ("poly", "python"): 10**5,
@@ -78,245 +60,6 @@ def sizes(n_max: int, start: int = 1000) -> list[int]:
     if not out or out[-1] != n_max:
         out.append(n_max)
     return out
-
-
-# ------------------------------------------------------------------ the kernels
-
-# --8<-- [start:python]
-def saxpy_python(a, x, y, out):
-    for i in range(len(x)):
-        out[i] = a * x[i] + y[i]
-
-
-def horner_python(x, c, out):
-    for i in range(len(x)):
-        xi = x[i]
-        p = c[0]
-        for k in range(1, len(c)):
-            p = p * xi + c[k]      # one multiply-add per degree
-        out[i] = p
-# --8<-- [end:python]
-
-
-# --8<-- [start:numpy]
-def saxpy_numpy(a, x, y, out):
-    np.multiply(x, a, out=out)     # one pass over memory...
-    np.add(out, y, out=out)        # ...and a second one
-
-
-def horner_numpy(x, c, out):
-    out.fill(c[0])
-    for k in range(1, len(c)):     # 2 passes over the whole array per degree
-        np.multiply(out, x, out=out)
-        np.add(out, c[k], out=out)
-# --8<-- [end:numpy]
-
-
-def _numba_cpu():
-    """Compile the CPU kernels on first use (numba is imported lazily)."""
-    global _CPU
-    if _CPU is not None:
-        return _CPU
-    import numba
-    from numba import njit, prange
-
-    # --8<-- [start:numba_cpu]
-    @njit(fastmath=True)
-    def saxpy_1core(a, x, y, out):
-        for i in range(x.size):                # LLVM vectorises this loop by itself
-            out[i] = a * x[i] + y[i]
-
-    @njit(fastmath=True, parallel=True)
-    def saxpy_parallel(a, x, y, out):
-        for i in prange(x.size):               # split over all cores, then vectorised
-            out[i] = a * x[i] + y[i]
-
-    # The same loop as horner_python: the innermost loop is the chain p -> p*x + c,
-    # each step waiting for the last, so the compiler cannot spread it over SIMD lanes.
-    @njit(fastmath=True)
-    def horner_1core_naive(x, c, out):
-        for i in range(x.size):
-            xi = x[i]
-            p = c[0]
-            for k in range(1, c.size):
-                p = p * xi + c[k]
-            out[i] = p
-
-    # SIMD-friendly: the innermost loop runs across BLOCK elements, which are
-    # independent, so LLVM turns it into AVX-512/AVX2 multiply-adds on whole registers.
-    @njit(fastmath=True, inline="always")
-    def horner_range(x, c, out, start, stop):
-        p = np.empty(BLOCK, np.float32)
-        xs = np.empty(BLOCK, np.float32)
-        full = start + (stop - start) // BLOCK * BLOCK
-        for s in range(start, full, BLOCK):
-            for j in range(BLOCK):
-                xs[j] = x[s + j]
-                p[j] = c[0]
-            for k in range(1, c.size):
-                ck = c[k]
-                for j in range(BLOCK):         # 16 lanes x 8 registers per step
-                    p[j] = p[j] * xs[j] + ck
-            for j in range(BLOCK):
-                out[s + j] = p[j]
-        for i in range(full, stop):            # the last partial block, one at a time
-            xi = x[i]
-            q = c[0]
-            for k in range(1, c.size):
-                q = q * xi + c[k]
-            out[i] = q
-
-    @njit(fastmath=True)
-    def horner_1core(x, c, out):
-        horner_range(x, c, out, 0, x.size)
-
-    @njit(fastmath=True, parallel=True)
-    def horner_parallel(x, c, out):
-        chunk = 64 * BLOCK
-        for b in prange((x.size + chunk - 1) // chunk):
-            horner_range(x, c, out, b * chunk, min((b + 1) * chunk, x.size))
-    # --8<-- [end:numba_cpu]
-
-    @njit(parallel=True)
-    def fill_uniform(out, seed):
-        """Fill with floats in [0, 1) from a counter-based hash (splitmix64), in parallel."""
-        for i in prange(out.size):
-            z = np.uint64(i) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z = z ^ (z >> np.uint64(31))
-            out[i] = np.float32(z >> np.uint64(40)) * np.float32(1.0 / 16777216.0)
-
-    @njit(parallel=True)
-    def fill_nan(out):
-        for i in prange(out.size):
-            out[i] = np.nan
-
-    @njit(parallel=True)
-    def count_nonfinite(out):
-        bad = 0
-        for i in prange(out.size):
-            if not np.isfinite(out[i]):
-                bad += 1
-        return bad
-
-    _CPU = {"saxpy_1core": saxpy_1core, "saxpy_parallel": saxpy_parallel,
-            "horner_1core_naive": horner_1core_naive, "horner_1core": horner_1core,
-            "horner_parallel": horner_parallel, "fill_uniform": fill_uniform,
-            "fill_nan": fill_nan, "count_nonfinite": count_nonfinite,
-            "threads": numba.get_num_threads()}
-    return _CPU
-
-
-_CPU = None
-_GPU = None
-cuda = None  # numba.cuda, imported on first use
-
-
-def _numba_cuda():
-    """Compile-on-first-call numba CUDA kernels (real GPU, or numba's simulator)."""
-    global _GPU, cuda
-    if _GPU is not None:
-        return _GPU
-    from numba import cuda  # a module global: numba's simulator swaps it inside kernels
-
-    # --8<-- [start:cuda]
-    @cuda.jit
-    def saxpy_kernel(a, x, y, out):
-        i = cuda.grid(1)                       # one thread per element
-        if i < x.size:                         # the last block runs past the end
-            out[i] = a * x[i] + y[i]
-
-    @cuda.jit
-    def horner_kernel(x, out):
-        c = cuda.const.array_like(COEFFS)      # coefficients in constant memory
-        i = cuda.grid(1)
-        if i < x.size:
-            xi = x[i]
-            p = c[0]
-            for k in range(1, c.size):         # the per-element loop of horner_python
-                p = p * xi + c[k]
-            out[i] = p
-    # --8<-- [end:cuda]
-
-    _GPU = {"saxpy": saxpy_kernel, "poly": horner_kernel}
-    return _GPU
-
-
-THREADS_PER_BLOCK = 256
-
-
-def launch(work: str, n: int, *args) -> None:
-    """Launch the ``work`` kernel ("saxpy" or "poly") over n elements of device arrays."""
-    if n == 0:
-        return
-    blocks = (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-    _numba_cuda()[work][blocks, THREADS_PER_BLOCK](*args)
-
-
-def compute(work: str, backend: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-    """One result of ``work`` ("saxpy" or "poly") with ``backend``, as a float32 NumPy array.
-
-    Convenience for tests and small examples: allocates, copies, computes. Backends:
-    ``python``, ``numpy``, ``numba-1core``, ``numba-1core-naive`` (poly only),
-    ``numba-parallel``, ``gpu`` (numba CUDA; the simulator without a GPU).
-    """
-    if work not in BYTES_PER_ELEMENT:
-        raise ValueError(f"unknown work {work!r}; choose saxpy or poly")
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    if x.ndim != 1:
-        raise ValueError("x must be one-dimensional")
-    if work == "saxpy":
-        if y is None:
-            raise ValueError("saxpy needs y")
-        y = np.ascontiguousarray(y, dtype=np.float32)
-        if y.shape != x.shape:
-            raise ValueError(f"x and y differ in shape: {x.shape} vs {y.shape}")
-    out = np.full_like(x, np.nan)
-    if backend == "python":
-        res = [math.nan] * x.size
-        if work == "saxpy":
-            saxpy_python(float(SAXPY_A), x.tolist(), y.tolist(), res)
-        else:
-            horner_python(x.tolist(), COEFFS.tolist(), res)
-        out[:] = res
-    elif backend == "numpy":
-        saxpy_numpy(SAXPY_A, x, y, out) if work == "saxpy" else horner_numpy(x, COEFFS, out)
-    elif backend == "gpu":
-        if x.size == 0:
-            return out
-        from numba import cuda
-        dx, dout = cuda.to_device(x), cuda.to_device(out)
-        if work == "saxpy":
-            launch("saxpy", x.size, SAXPY_A, dx, cuda.to_device(y), dout)
-        else:
-            launch("poly", x.size, dx, dout)
-        out = dout.copy_to_host()
-    else:
-        fn = _cpu_fn(work, backend)
-        fn(SAXPY_A, x, y, out) if work == "saxpy" else fn(x, COEFFS, out)
-    return out
-
-
-def _cpu_fn(work: str, backend: str):
-    k = _numba_cpu()
-    table = {("saxpy", "numba-1core"): k["saxpy_1core"], ("saxpy", "numba-parallel"): k["saxpy_parallel"],
-             ("poly", "numba-1core-naive"): k["horner_1core_naive"], ("poly", "numba-1core"): k["horner_1core"],
-             ("poly", "numba-parallel"): k["horner_parallel"]}
-    if (work, backend) not in table:
-        raise ValueError(f"no backend {backend!r} for {work}")
-    return table[(work, backend)]
-
-
-def reference(work: str, x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-    """The float64 result (Horner in float64 with the same float32 coefficients)."""
-    x64 = np.asarray(x, dtype=np.float64)
-    if work == "saxpy":
-        return float(SAXPY_A) * x64 + np.asarray(y, dtype=np.float64)
-    p = np.full_like(x64, float(COEFFS[0]))
-    for ck in COEFFS[1:].astype(np.float64):
-        p = p * x64 + ck
-    return p
 
 
 # ------------------------------------------------------------------ the crossover
@@ -390,7 +133,7 @@ def hardware_facts(gpu: bool) -> dict:
                         break
         except (OSError, ValueError):
             pass
-    threads = _numba_cpu()["threads"]
+    threads = numba_cpu()["threads"]
     facts = {"n": 0, "rows": [], "cpu": {
         "model": cpu["model"], "cores_used": threads, "usable_cpus": cpu["usable_cpus"],
         "NUMBA_NUM_THREADS": os.environ.get("NUMBA_NUM_THREADS"), "simd": cpu["simd"],
@@ -430,7 +173,7 @@ def _check(work, out, x, y, size, what, k) -> float:
 
 def _measure_work(work: str, n_max: int, repeat: int, gpu: bool, bufs: dict, log) -> dict:
     from gpukit import bench
-    k = _numba_cpu()
+    k = numba_cpu()
     x, y, out = bufs["x"], bufs["y"], bufs["out"]
     rows, errors = [], []
     nbytes, nflops = BYTES_PER_ELEMENT[work], FLOPS_PER_ELEMENT[work]
@@ -509,7 +252,7 @@ def _prepare(work, backend, size, xs, ys, os_, bufs):
             return (lambda: saxpy_numpy(SAXPY_A, xs, ys, os_)), "cpu", noop, False
         return (lambda: horner_numpy(xs, COEFFS, os_)), "cpu", noop, False
     if backend.startswith("numba"):
-        f = _cpu_fn(work, backend)
+        f = cpu_kernel(work, backend)
         if work == "saxpy":
             return (lambda: f(SAXPY_A, xs, ys, os_)), "cpu", noop, False
         return (lambda: f(xs, COEFFS, os_)), "cpu", noop, False
@@ -558,7 +301,7 @@ def run(n: int | None, repeat: int = 30) -> dict:
     def log(msg):
         print(msg, flush=True)
 
-    k = _numba_cpu()
+    k = numba_cpu()
     log(f"crossover: sizes 1e3 .. {n_max:,}, numba threads {k['threads']}, GPU: {gpu}")
     bufs = {"x": np.empty(n_max, np.float32), "y": np.empty(n_max, np.float32),
             "out": np.empty(n_max, np.float32)}

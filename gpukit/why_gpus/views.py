@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from .. import pages  # noqa: F401
+from gpukit import pages
+from gpukit.pages import fmt_num, fmt_time, table
 
-
-from .measure import BACKENDS, CPU_NAMES, DEGREE, GPU_BACKENDS, LABELS, NAME  # noqa: F401
-
-
-# ------------------------------------------------------------------ renderers
+from .kernels import DEGREE
+from .measure import BACKENDS, CPU_NAMES, GPU_BACKENDS, LABELS, NAME
 
 COLORS = {"python": "#8d6e63", "numpy": "#fb8c00", "numba-1core-naive": "#9e9e9e",
           "numba-1core": "#1e88e5", "numba-parallel": "#283593", "gpu-kernel": "#2e7d32",
@@ -24,13 +22,11 @@ TITLES = {"saxpy": "SAXPY out = a·x + y (memory-bound, 12 B/element)",
 
 
 def _where(data: dict) -> str:
+    """The GPU and the CPU with the numba threads the run used: both sides of every comparison
+    (:func:`gpukit.pages.machine_title` names one processor only)."""
     m = data["machine"]
     cpu = f"{m['cpu']['model']} ({data['hardware']['cpu']['cores_used']} threads)"
     return (m["gpu"]["name"] + " + " + cpu) if m.get("gpu") else cpu + ", no GPU"
-
-
-def _svg(fig) -> str:
-    return pages.svg(fig)
 
 
 def plot_svg(data: dict, work: str) -> str:
@@ -61,7 +57,7 @@ def plot_svg(data: dict, work: str) -> str:
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
         ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9)
-        return _svg(fig)
+        return pages.svg(fig)
 
 
 def _at(part: dict, backend: str, size: int | None = None) -> dict | None:
@@ -91,7 +87,6 @@ def _ratio(part: dict, slow: str, fast: str) -> tuple[float, int] | None:
 
 def key_numbers(data: dict) -> list[tuple[str, str]]:
     """The numbers the chapter's prose talks about, derived from one results file."""
-    from gpukit.pages import fmt_num, fmt_time
     h, sax, pol = data["hardware"], data["saxpy"], data["poly"]
     c, g = h["cpu"], h.get("gpu")
     out: list[tuple[str, str]] = []
@@ -186,8 +181,6 @@ def speedups(data: dict) -> list[list[str]]:
 
 
 def _register() -> None:
-    from gpukit.pages import fmt_num, fmt_time, table
-
     for work in ("saxpy", "poly"):
         def plot(slug: str, data: dict, work=work) -> str:
             return ('<figure class="gpukit-plot">\n' + plot_svg(data, work) + "\n</figure>")
