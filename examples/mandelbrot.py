@@ -24,7 +24,7 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.mandelbrot import kernels as mandel  # noqa: E402
+from gpukit.mandelbrot import colorize, mandelbrot, write_png  # noqa: E402
 # --8<-- [end:setup]
 
 
@@ -64,13 +64,13 @@ def run(size: int, max_iter: int, repeat: int) -> list[dict]:
             n = min(size, 48)        # the simulator runs one Python thread per GPU thread
         elif backend in ("numpy", "numba-cpu-1core"):
             n = min(size, 512)       # the slow baselines get a smaller image; Mpixel/s compare
-        reference = mandel.mandelbrot(n, n, max_iter=max_iter, backend="numba-cpu")
-        counts = mandel.mandelbrot(n, n, max_iter=max_iter, backend=backend)  # first call
+        reference = mandelbrot(n, n, max_iter=max_iter, backend="numba-cpu")
+        counts = mandelbrot(n, n, max_iter=max_iter, backend=backend)  # first call
         differing = int(np.count_nonzero(counts != reference))
         if differing:
             raise AssertionError(f"{backend}: {differing} pixels differ from the float64 reference")
         timing = bench.bench(
-            lambda: mandel.mandelbrot(n, n, max_iter=max_iter, backend=backend, to_host=False),
+            lambda: mandelbrot(n, n, max_iter=max_iter, backend=backend, to_host=False),
             timer=timer_for(backend), name=backend, warmup=1,
             repeat=repeat if backend not in ("numpy", "torch") else min(repeat, 3))
         rows.append({"backend": backend, "size": n, **timing.to_dict(),
@@ -103,9 +103,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['median_s'] * 1e3:>10.3f} ms{r['mpixels_per_s']:>11.1f}")
     print("every backend's counts equal the float64 reference")
     if args.png:
-        from gpukit.mandelbrot.cli import write_png
-        counts = mandel.mandelbrot(args.size, args.size, max_iter=args.max_iter, backend="numba-cpu")
-        write_png(mandel.colorize(counts, args.max_iter), args.png)
+        counts = mandelbrot(args.size, args.size, max_iter=args.max_iter, backend="numba-cpu")
+        write_png(colorize(counts, args.max_iter), args.png)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"example": "mandelbrot", "simulated": SIMULATED, "max_iter": args.max_iter,

@@ -26,8 +26,7 @@ from gpukit import device
 SIMULATED = device.use_simulator_if_no_gpu()  # must run before numba is imported
 
 from gpukit import bench  # noqa: E402
-from gpukit.matmul import kernels as mm  # noqa: E402
-from gpukit.matmul.measure import check_matmul  # noqa: E402
+from gpukit.matmul import CUDA_C_KERNELS, NUMBA_KERNELS, check_matmul, matmul  # noqa: E402
 # --8<-- [end:setup]
 
 
@@ -63,20 +62,20 @@ def run(m: int, n: int, k: int, repeat: int) -> list[dict]:
     if SIMULATED:
         from numba import cuda
         da, db = cuda.to_device(a), cuda.to_device(b)
-        kernels = list(mm.NUMBA_KERNELS)
+        kernels = list(NUMBA_KERNELS)
         new_out = lambda: cuda.to_device(np.full((m, n), np.nan, np.float32))  # noqa: E731
     else:
         import cupy
         da, db = cupy.asarray(a), cupy.asarray(b)
-        kernels = ["cublas", *mm.NUMBA_KERNELS, *mm.CUDA_C_KERNELS]
+        kernels = ["cublas", *NUMBA_KERNELS, *CUDA_C_KERNELS]
         new_out = lambda: cupy.full((m, n), cupy.nan, dtype=cupy.float32)  # noqa: E731
     rows = []
     for kernel in kernels:
         out = new_out()
-        mm.matmul(da, db, kernel=kernel, out=out)
+        matmul(da, db, kernel=kernel, out=out)
         err = check_matmul(out, a, b, what=kernel)         # raises on NaN or a wrong value
-        timer = "cpu" if SIMULATED else ("numba" if kernel in mm.NUMBA_KERNELS else "cupy")
-        t = bench.bench(lambda: mm.matmul(da, db, kernel=kernel, out=out), timer=timer,
+        timer = "cpu" if SIMULATED else ("numba" if kernel in NUMBA_KERNELS else "cupy")
+        t = bench.bench(lambda: matmul(da, db, kernel=kernel, out=out), timer=timer,
                         name=kernel, repeat=repeat, warmup=0 if SIMULATED else 2,
                         flops=2.0 * m * n * k)
         rows.append({"kernel": kernel, "max_err": err, **t.to_dict()})

@@ -7,6 +7,11 @@ The rules this module enforces:
 * device work is timed with **CUDA events** of the library that launched it
   (numba, CuPy or torch), after a warm-up, many times; the median is reported
   with min and max;
+* next to each event time, the **host time** of the call is recorded: an asynchronous launch
+  returns long before the GPU is done, so a host time close to the event time means the host
+  was blocked inside the timed region (a hidden synchronisation, a copy) or that launching
+  costs as much as the work; such a row is flagged ``host_bound``. For kernels of a few
+  microseconds, ``batch=K`` times K launches back to back between one pair of events;
 * a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
   same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
 * every saved number carries a **machine record** (GPU, driver, versions, CPU, date):
@@ -25,6 +30,9 @@ from . import device
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
 
+#: a row whose host time per call reaches this fraction of its event time is ``host_bound``
+HOST_BOUND_FRACTION = 0.9
+
 
 @dataclass
 class Timing:
@@ -36,10 +44,27 @@ class Timing:
     samples_s: list[float] = field(repr=False)
     bytes: int | None = None
     flops: float | None = None
+    #: host time of each timed call (None for wall-clock timing, where the two are one)
+    host_samples_s: list[float] | None = field(default=None, repr=False)
+    #: launches between one pair of events (each sample is their time divided by ``batch``)
+    batch: int = 1
 
     @property
     def median_s(self) -> float:
         return statistics.median(self.samples_s)
+
+    @property
+    def host_median_s(self) -> float | None:
+        """Median host time per call: how long the call kept Python busy."""
+        return statistics.median(self.host_samples_s) if self.host_samples_s else None
+
+    @property
+    def host_bound(self) -> bool:
+        """True when the host time per call is at least :data:`HOST_BOUND_FRACTION` of the event
+        time: the events then time the host (a blocking call inside the timed region, or a
+        launch that costs as much as the kernel), not the device work alone."""
+        host = self.host_median_s
+        return host is not None and host >= HOST_BOUND_FRACTION * self.median_s
 
     @property
     def min_s(self) -> float:
@@ -61,16 +86,20 @@ class Timing:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d.pop("host_samples_s")
         d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s,
-                 repeats=len(self.samples_s), gbs=self.gbs, tflops=self.tflops)
+                 repeats=len(self.samples_s), gbs=self.gbs, tflops=self.tflops,
+                 host_median_s=self.host_median_s, host_bound=self.host_bound)
         return d
 
     def __str__(self) -> str:
         rate = f", {self.gbs:,.0f} GB/s" if self.gbs else ""
         rate += f", {self.tflops:,.2f} TFLOP/s" if self.tflops else ""
+        flag = (f" [HOST-BOUND: the host spent {self.host_median_s * 1e3:.4f} ms per call; "
+                f"this times the host, not the device]") if self.host_bound else ""
         return (f"{self.name}: first call {self.first_call_s * 1e3:.3f} ms, median "
                 f"{self.median_s * 1e3:.4f} ms (min {self.min_s * 1e3:.4f}, max "
-                f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}")
+                f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}{flag}")
 
 
 class _EventTimer:
@@ -115,7 +144,7 @@ def _sync_for(timer: str) -> Callable[[], None]:
 
 def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = None,
           warmup: int = 3, repeat: int = 20, min_time_s: float = 0.0,
-          bytes: int | None = None, flops: float | None = None) -> Timing:
+          bytes: int | None = None, flops: float | None = None, batch: int = 1) -> Timing:
     """Time ``fn()``: its first call, then ``repeat`` steady-state calls after ``warmup``.
 
     ``timer`` names the library whose CUDA events time device work (``"cupy"``,
@@ -125,11 +154,16 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
     events recorded around each call on the default stream. ``min_time_s``
     adds repeats until the samples cover at least that much time.
     Give ``bytes`` (moved through memory) or ``flops`` to get GB/s or TFLOP/s.
+
+    With events, the host time of each timed call is recorded too (``host_median_s``), and a
+    row where it nearly equals the event time is flagged ``host_bound``. ``batch=K`` runs K
+    calls back to back between one pair of events and reports their time divided by K: for
+    kernels of a few microseconds, where a pair of events per call times the launch gaps.
     """
     if timer not in TIMERS:
         raise ValueError(f"unknown timer {timer!r}; choose one of {', '.join(TIMERS)}")
-    if repeat < 1 or warmup < 0:
-        raise ValueError("repeat must be >= 1 and warmup >= 0")
+    if repeat < 1 or warmup < 0 or batch < 1:
+        raise ValueError("repeat and batch must be >= 1 and warmup >= 0")
     name = name or getattr(fn, "__name__", "fn")
     sync = _sync_for(timer)
 
@@ -144,29 +178,36 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
     sync()
 
     samples: list[float] = []
+    host: list[float] = []
     use_events = timer != "cpu" and not (timer == "numba" and device.simulator_enabled())
     ev = _EventTimer(timer) if use_events else None
+    clock = time.perf_counter
     while True:
         if ev is not None:
             pairs = []
             for _ in range(repeat):
                 a, b = ev.event(), ev.event()
                 a.record()
-                fn()
+                t0 = clock()
+                for _ in range(batch):
+                    fn()
+                host.append((clock() - t0) / batch)
                 b.record()
                 pairs.append((a, b))
             ev.synchronize()
-            samples.extend(ev.elapsed_s(a, b) for a, b in pairs)
+            samples.extend(ev.elapsed_s(a, b) / batch for a, b in pairs)
         else:
             for _ in range(repeat):
-                t0 = time.perf_counter()
-                fn()
+                t0 = clock()
+                for _ in range(batch):
+                    fn()
                 sync()
-                samples.append(time.perf_counter() - t0)
+                samples.append((clock() - t0) / batch)
         if sum(samples) >= min_time_s or len(samples) >= 100 * repeat:
             break
     return Timing(name=name, timer="cuda-events:" + timer if ev else "wall-clock",
-                  first_call_s=first, samples_s=samples, bytes=bytes, flops=flops)
+                  first_call_s=first, samples_s=samples, bytes=bytes, flops=flops,
+                  host_samples_s=host or None, batch=batch)
 
 
 def copy_ceiling(timer: str = "cupy", nbytes: int = 2 * 2**30) -> Timing:

@@ -147,3 +147,44 @@ def test_check_close_scans_in_chunks_and_misses_nothing(monkeypatch, shape):
     assert verify.max_rel_err(off, ref) == pytest.approx(1e-3, rel=1e-3)
     with pytest.raises(verify.Mismatch, match="shape"):
         verify.check_close(got[..., :-1], ref)
+
+
+def test_host_bound_flags_a_row_whose_host_time_matches_its_event_time():
+    asynchronous = bench.Timing("async", "cuda-events:torch", 0.1, [1e-3] * 5, host_samples_s=[1e-5] * 5)
+    blocked = bench.Timing("blocked", "cuda-events:torch", 0.1, [1e-3] * 5, host_samples_s=[0.98e-3] * 5)
+    assert not asynchronous.host_bound and blocked.host_bound
+    d = blocked.to_dict()
+    assert d["host_bound"] is True and d["host_median_s"] == pytest.approx(0.98e-3)
+    assert "host_samples_s" not in d and "HOST-BOUND" in str(blocked)
+    wall = bench.bench(lambda: None, repeat=3)
+    assert wall.host_samples_s is None and not wall.host_bound
+
+
+def test_batch_divides_the_time_by_the_launches():
+    calls = []
+    t = bench.bench(lambda: (calls.append(1), time.sleep(0.002)), warmup=0, repeat=3, batch=4)
+    assert len(calls) == 1 + 3 * 4 and t.batch == 4
+    assert 0.0015 < t.median_s < 0.02
+    with pytest.raises(ValueError):
+        bench.bench(lambda: None, batch=0)
+
+
+@pytest.mark.gpu
+def test_a_blocking_call_inside_the_timed_region_is_flagged():
+    import torch
+    x = torch.rand(2**26, device="cuda")
+    y = torch.empty_like(x)
+
+    def launch_only():
+        torch.mul(x, 2.0, out=y)
+
+    def launch_and_wait():          # the hidden synchronisation of a careless wrapper
+        torch.mul(x, 2.0, out=y)
+        torch.cuda.synchronize()
+
+    ok = bench.bench(launch_only, timer="torch", repeat=10)
+    bad = bench.bench(launch_and_wait, timer="torch", repeat=10)
+    assert not ok.host_bound, (ok.host_median_s, ok.median_s)
+    assert bad.host_bound, (bad.host_median_s, bad.median_s)
+    b2b = bench.bench(launch_only, timer="torch", repeat=5, batch=10)
+    assert b2b.median_s == pytest.approx(ok.median_s, rel=0.3)

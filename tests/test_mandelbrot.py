@@ -1,12 +1,17 @@
 """Mandelbrot: every backend gives the same counts; the CLI's bad input; the chapter's tables."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from PIL import Image
 
-from gpukit import pages, results
+from gpukit import pages
+from gpukit.mandelbrot import colorize, write_png
 from gpukit.mandelbrot import kernels as mandel
-from tests.helpers import assert_one_line_error, run_cli
+from gpukit.mandelbrot import measure as mb
+from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
 
 # 333 and 97 are not multiples of the 16 x 16 block; 1 x 1 is one thread in one block
 SHAPES = [(1, 1), (333, 97), (17, 5)]
@@ -66,21 +71,27 @@ def test_bad_arguments(kwargs, error):
         mandel.mandelbrot(width, height, **kwargs)
 
 
-def test_colorize():
+def test_colorize_and_write_png(tmp_path):
     counts = mandel.mandelbrot(30, 20, max_iter=40)
-    rgb = mandel.colorize(counts, 40)
+    rgb = colorize(counts, 40)
     assert rgb.shape == (20, 30, 3) and rgb.dtype == np.uint8
     assert (rgb[counts == 40] == 0).all() and rgb[counts < 40].any()
+    write_png(rgb, str(tmp_path / "m.png"))
+    with Image.open(tmp_path / "m.png") as img:
+        assert img.size == (30, 20) and np.array_equal(np.asarray(img), rgb)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.png"]
+
+
+def test_every_public_name_resolves():
+    import gpukit.kernels
+    import gpukit.mandelbrot
+    assert all(getattr(gpukit.mandelbrot, name) is not None for name in gpukit.mandelbrot.__all__)
+    assert gpukit.mandelbrot.mandelbrot is gpukit.kernels.mandelbrot is mandel.mandelbrot
 
 
 def test_target_backend_never_reaches_a_gpu():
-    record = mandel_bench().target_backend_pitfall()
+    record = mb.target_backend_pitfall()
     assert "Error" in record["decorated"] + record.get("called", "") or "CPU" in record["decorated"]
-
-
-def mandel_bench():
-    from gpukit.mandelbrot import measure as mb
-    return mb
 
 
 # ------------------------------------------------------------------ the command
@@ -134,19 +145,33 @@ def test_cli_gpu_backend_without_gpu(tmp_path):
 
 # ------------------------------------------------------------------ the chapter's tables
 
-def test_benchmark_and_tables_on_cpu(tmp_path, monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    data = mandel_bench().run(48, 3)
+def test_benchmark_and_tables_on_cpu(tmp_path):
+    # each backend in a fresh process that saves its counts; the parent compares them
+    data = cpu_results_file("gpukit.mandelbrot.measure:run", [48, 3], "mandelbrot", tmp_path)
     part = data["cpu"]
-    assert all(r["differing_pixels"] == 0 for r in part["rows"] if r["dtype"] == "float64")
     assert all("error" not in r for r in part["rows"])
-    results.save("mandelbrot", data, root=tmp_path)
+    assert all(r["differing_pixels"] == 0 for r in part["rows"] if r["dtype"] == "float64")
+    assert all(r["process_s"] > r["first_call_s"] > 0 and r["pixels"] == r["size"] ** 2
+               for r in part["rows"])
+    assert all("counts" not in r and "out" not in r for r in part["rows"])
     md = pages.render("mandelbrot", "table", root=tmp_path)
     assert "`numba-cpu`" in md and "identical" in md and "Measured on" in md
     assert "float32" in pages.render("mandelbrot", "precision", root=tmp_path)
     assert "target_backend" in pages.render("mandelbrot", "pitfall", root=tmp_path)
     with pytest.raises(pages.MissingResults):
         pages.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
+
+
+def test_fresh_process_failure_is_a_row(tmp_path):
+    row = mb._fresh({"backend": "no-such-backend", "dtype": "float64", "size": 8, "repeat": 1,
+                     "max_iter": 8}, str(tmp_path))
+    assert "unknown backend" in row["error"] and row["process_s"] > 0 and "counts" not in row
+
+
+def test_measure_command_line_is_remeasure_cache_only():
+    proc = subprocess.run([sys.executable, "-m", "gpukit.mandelbrot.measure"], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode != 0 and "remeasure-cache" in proc.stderr
 
 
 def test_gallery_renders_two_images():

@@ -1,4 +1,4 @@
-"""gpukit.kernels.matmul (module gemm): every kernel at awkward shapes, bad input, checks, renderers.
+"""gpukit.kernels.matmul: every kernel at awkward shapes, bad input, checks, sanitizer, renderers.
 
 Without a GPU the numba kernels run on numba's CUDA simulator and the CUDA C kernels run
 in a CPU emulator (tests/cuda_emulator/harness.cpp, built with g++ and AddressSanitizer);
@@ -14,11 +14,14 @@ import numpy as np
 import pytest
 
 from gpukit import pages, results
+from gpukit.matmul import check_matmul, error_bound
 from gpukit.matmul import kernels as mm
 from gpukit.matmul import measure as mb
+from gpukit.matmul import ptxas as mp
+from gpukit.matmul import sanitize as ms
 from gpukit.matmul import views as mv
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, build_cuda_emulator
+from tests.helpers import ROOT, build_cuda_emulator, cpu_results_file
 
 SHAPES = [(1, 1, 1), (17, 33, 65), (50, 50, 50)]          # M, N, K
 GPU_SHAPES = [(1, 1, 1), (17, 33, 65), (129, 257, 63), (1000, 1000, 1000)]
@@ -40,7 +43,7 @@ def test_numba_kernels_match_float64(kernel, shape):
     a, b = inputs(m, n, k)
     out = cuda.to_device(np.full((m, n), np.nan, np.float32))       # poisoned
     assert mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel=kernel, out=out) is out
-    mb.check_matmul(out.copy_to_host(), a, b, what=kernel)
+    check_matmul(out.copy_to_host(), a, b, what=kernel)
 
 
 def test_numba_tiled_kernel_takes_strided_views():
@@ -48,7 +51,7 @@ def test_numba_tiled_kernel_takes_strided_views():
     a, b = inputs(40, 36, 70, seed=3)
     big_a = cuda.to_device(np.repeat(a, 2, axis=0))      # rows 0, 2, 4, ... are a
     got = mm.matmul(big_a[::2], cuda.to_device(b), kernel="03-smem-numba")
-    mb.check_matmul(got.copy_to_host(), a, b)
+    check_matmul(got.copy_to_host(), a, b)
 
 
 @pytest.mark.parametrize("m, n, k", [(0, 5, 3), (4, 0, 3), (0, 0, 0)])
@@ -121,17 +124,24 @@ def test_wrong_out_shape():
 
 # ------------------------------------------------------------ the check itself
 
+def test_check_is_public_and_needs_no_numba():
+    code = ("import sys; from gpukit.matmul import check_matmul, error_bound; "
+            "print(check_matmul.__module__, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.split() == ["gpukit.matmul.check", "False"], out.stderr
+
+
 def test_check_catches_nan_and_one_missing_term():
     a, b = inputs(4, 4, 4096, seed=5)
     good = a.astype(np.float64) @ b
-    assert mb.check_matmul(good.astype(np.float32), a, b) < mb.error_bound(4096)
+    assert check_matmul(good.astype(np.float32), a, b) < error_bound(4096)
     poisoned = good.astype(np.float32)
     poisoned[2, 3] = np.nan
     with pytest.raises(Mismatch, match="NaN"):
-        mb.check_matmul(poisoned, a, b)
+        check_matmul(poisoned, a, b)
     missing = good - np.outer(a[:, 0], b[0, :])          # one of 4096 terms left out
     with pytest.raises(Mismatch, match="exceeds"):
-        mb.check_matmul(missing.astype(np.float32), a, b)
+        check_matmul(missing.astype(np.float32), a, b)
 
 
 def test_vector_path_needs_multiples_of_four_and_alignment():
@@ -195,7 +205,7 @@ def test_cuda_c_kernels_in_cpu_emulator(emulator, kernel, shape, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]          # AddressSanitizer reports here
     got = np.fromfile(tmp_path / "c", np.float32).reshape(m, n)
-    mb.check_matmul(got, a, b, what=f"{kernel} ({name}, emulated)")
+    check_matmul(got, a, b, what=f"{kernel} ({name}, emulated)")
 
 
 # ---------------------------------------------------------------- on the GPU
@@ -209,7 +219,7 @@ def test_cuda_c_kernels_on_gpu(kernel, shape):
     a, b = inputs(m, n, k, seed=m)
     out = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
     assert mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel, out=out) is out
-    mb.check_matmul(out.get(), a, b, what=kernel)
+    check_matmul(out.get(), a, b, what=kernel)
 
 
 @pytest.mark.gpu
@@ -225,9 +235,9 @@ def test_cuda_c_kernels_misaligned_and_strided(kernel):
     db = cupy.asarray(np.ascontiguousarray(b.T)).T   # column-major view of B
     assert not db.flags.c_contiguous
     got = mm.matmul(da, db, kernel=kernel)
-    mb.check_matmul(got.get(), a, b, what=f"{kernel} misaligned")
+    check_matmul(got.get(), a, b, what=f"{kernel} misaligned")
     # the aligned, contiguous case takes the 16-byte path on the same shape
-    mb.check_matmul(mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel).get(), a, b)
+    check_matmul(mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel).get(), a, b)
 
 
 @pytest.mark.gpu
@@ -236,7 +246,7 @@ def test_torch_tensors_in_torch_tensor_out():
     a, b = inputs(70, 90, 33, seed=2)
     got = mm.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda())
     assert isinstance(got, torch.Tensor) and got.is_cuda
-    mb.check_matmul(got.cpu().numpy(), a, b)
+    check_matmul(got.cpu().numpy(), a, b)
 
 
 @pytest.mark.gpu
@@ -246,13 +256,13 @@ def test_numba_kernels_on_gpu_with_cupy_arrays(kernel):
     a, b = inputs(129, 257, 63, seed=4)
     got = mm.matmul(cupy.asarray(a), cupy.asarray(b), kernel=kernel)
     assert isinstance(got, cupy.ndarray)
-    mb.check_matmul(got.get(), a, b, what=kernel)
+    check_matmul(got.get(), a, b, what=kernel)
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_compute_sanitizer_finds_nothing():
-    result = mb.sanitize()
+    result = ms.sanitize()
     assert result["sanitizer"], result.get("note")
     for r in result["runs"]:
         assert r["errors"] == 0 and r["ran"] and not r["failed"], (r["command"], r["output_tail"])
@@ -261,25 +271,34 @@ def test_compute_sanitizer_finds_nothing():
 # ------------------------------------------------------------ sanitizer driver
 
 def test_sanitizer_missing_is_recorded(monkeypatch):
-    monkeypatch.setattr(mb, "find_sanitizer", lambda: None)
-    result = mb.sanitize()
+    monkeypatch.setattr(ms, "find_sanitizer", lambda: None)
+    result = ms.sanitize()
     assert result["sanitizer"] is None and "not found" in result["note"]
 
 
 def test_sanitize_child_refuses_unknown_kernel():
-    proc = subprocess.run([sys.executable, "-m", "gpukit.matmul.measure",
+    proc = subprocess.run([sys.executable, "-m", "gpukit.matmul.sanitize",
                            "--sanitize-child", "01-naive-numba"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "not a CUDA C kernel" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("module, flags", [("sanitize", ["--sanitize", "--sanitize-child"]),
+                                           ("ptxas", ["--ptxas"])])
+def test_command_lines_ask_for_their_flags(module, flags):
+    proc = subprocess.run([sys.executable, "-m", f"gpukit.matmul.{module}"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert all(flag in proc.stderr for flag in flags), proc.stderr
+
+
 def test_sanitizer_summaries_are_counted():
-    assert mb._count_errors("========= ERROR SUMMARY: 0 errors\n") == 0
-    assert mb._count_errors("========= ERROR SUMMARY: 3 errors\n") == 3
+    assert ms._count_errors("========= ERROR SUMMARY: 0 errors\n") == 0
+    assert ms._count_errors("========= ERROR SUMMARY: 3 errors\n") == 3
     text = "========= RACECHECK SUMMARY: 2 hazards displayed (1 errors, 1 warnings)\n"
-    assert mb._count_errors(text) == 2
-    assert mb._count_errors("crashed") is None
+    assert ms._count_errors(text) == 2
+    assert ms._count_errors("crashed") is None
 
 
 def test_sanitizer_reports_are_attributed_to_kernels():
@@ -290,7 +309,7 @@ def test_sanitizer_reports_are_attributed_to_kernels():
 =========     and Read access at mm04_smem+0x120
 ========= ERROR SUMMARY: 2 errors
 """
-    counts = mb.attribute_errors(text, ["04-smem-cuda", "07-vectorised", "08-warptile"])
+    counts = ms.attribute_errors(text, ["04-smem-cuda", "07-vectorised", "08-warptile"])
     assert counts == {"04-smem-cuda": 1, "07-vectorised": 0, "08-warptile": 1}
 
 
@@ -300,17 +319,17 @@ ptxas info    : Function properties for mm08_warptile
     0 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
 ptxas info    : Used 128 registers, used 1 barriers, 32768 bytes smem
 """
-    rep = mb.parse_ptxas(text)["mm08_warptile"]
+    rep = mp.parse_ptxas(text)["mm08_warptile"]
     assert rep == {"arch": "sm_90", "stack_bytes": 0, "spill_stores": 4, "spill_loads": 8,
                    "registers": 128, "shared_bytes": 32768}
 
 
 def test_committed_ptxas_report_covers_every_kernel_without_spills():
-    data = results.load(mb.PTXAS_NAME)[results.reference_machine()]
+    data = results.load(mp.PTXAS_NAME)[results.reference_machine()]
     for kernel, fn in mv.PTXAS_NAMES.items():
         assert data["cuda_c"][fn]["spill_stores"] == 0, kernel
     assert set(data["numba"]) == set(mm.NUMBA_KERNELS)
-    md = pages.render(mb.PTXAS_NAME, "registers")
+    md = pages.render(mp.PTXAS_NAME, "registers")
     assert f"| {data['cuda_c']['mm08_warptile']['registers']} |" in md
 
 
@@ -409,9 +428,8 @@ def test_plot_is_inline_svg_with_gpu_date_and_units(results_root):
 
 
 def test_cpu_only_results_have_no_gpu_views(tmp_path):
-    data = mb.run(n=64, repeat=2) if not mb.device.has_gpu() else {"cpu": mb.cpu_part(64)}
-    assert set(data) == {"cpu"} and data["cpu"]["rows"][0]["tflops"] > 0
-    results.save("matmul", data, root=tmp_path)
+    data = cpu_results_file("gpukit.matmul.measure:run", [64, 2], "matmul", tmp_path)
+    assert set(data) - {"process_s"} == {"cpu"} and data["cpu"]["rows"][0]["tflops"] > 0
     with pytest.raises(pages.MissingResults):
         pages.render("matmul", "table", root=tmp_path)
 

@@ -47,11 +47,17 @@ MARKER_HTML = re.compile(r'(?:<span class="w">[ \t]*</span>|[ \t])*<span class="
 MARKER_TEXT = re.compile(r"(?m)(?:^|(?<=>))[ \t]*#[ \t]*--8&lt;--[ \t]*\[(?:start|end):[\w-]+\][ \t]*\n?")
 
 
+# A Sphinx role left in a docstring (``:func:`name``` renders as ":func:" before the code span):
+# the API page keeps the code span and drops the role.
+SPHINX_ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|exc|obj):(?=<code>)")
+
+
 def on_page_content(html, page, config, files):
-    """Example pages: drop the snippet markers, which only tell the chapters what to include."""
+    """Example pages: drop the snippet markers, which only tell the chapters what to include.
+    Every page: drop the Sphinx roles that docstrings carry into the API reference."""
     if page.file.src_uri.startswith(("executed/", "examples/")):
         html = MARKER_TEXT.sub("", MARKER_HTML.sub("", html))
-    return html
+    return SPHINX_ROLE.sub("", html)
 
 
 def on_files(files, config):

@@ -7,4 +7,6 @@ only when one of its names is first used.
 from gpukit import lazy_api
 
 #: public name -> the module of this package that defines it (imported on first use)
-__all__, __getattr__ = lazy_api(__name__, {'mandelbrot': 'kernels', 'colorize': 'kernels', 'png': 'kernels', 'BACKENDS': 'meta', 'DTYPES': 'meta', 'DEFAULT_BOUNDS': 'meta', 'validate': 'meta'})
+__all__, __getattr__ = lazy_api(__name__, {
+    "mandelbrot": "kernels", "colorize": "image", "write_png": "image",
+    "BACKENDS": "meta", "DTYPES": "meta", "DEFAULT_BOUNDS": "meta", "validate": "meta"})

@@ -54,14 +54,6 @@ def check_output(path: str) -> str:
     return path
 
 
-def write_png(rgb, path: str) -> None:
-    """Write atomically: a temp file in the same folder, then rename over the target."""
-    from PIL import Image
-
-    from ..files import atomic_write
-    atomic_write(path, lambda fh: Image.fromarray(rgb).save(fh, format="PNG"), binary=True)
-
-
 def _float(text: str) -> float:
     try:
         value = float(text)
@@ -103,6 +95,7 @@ def _main(args) -> int:
             raise UserError(f"backend {args.backend!r} needs an NVIDIA GPU and none was found "
                             "(run `gpukit doctor`); try --backend numba-cpu")
     from . import kernels as mandel
+    from .image import colorize, write_png
     kw = dict(max_iter=args.max_iter, bounds=args.bounds, backend=args.backend, dtype=args.dtype)
     t0 = time.perf_counter()
     counts = mandel.mandelbrot(args.width, args.height, **kw)
@@ -111,7 +104,7 @@ def _main(args) -> int:
     counts = mandel.mandelbrot(args.width, args.height, **kw)
     second = time.perf_counter() - t0
     try:
-        write_png(mandel.colorize(counts, args.max_iter, args.cmap), args.out)
+        write_png(colorize(counts, args.max_iter, args.cmap), args.out)
     except OSError as exc:
         raise UserError(f"cannot write {args.out!r}: {exc.strerror or exc}") from None
     pixels = args.width * args.height

@@ -24,8 +24,7 @@ import numpy as np
 from numba import cuda
 
 from .. import device
-
-from .meta import BACKENDS, DEFAULT_BOUNDS, DTYPES, validate  # noqa: F401
+from .meta import BACKENDS, DEFAULT_BOUNDS, validate
 
 
 def _steps(width, height, bounds, dtype):
@@ -302,13 +301,3 @@ def _torch(width, height, max_iter, xmin, ymin, dx, dy, dtype):
         zi = torch.where(alive, (zr + zr) * zi + ci, zi)
         zr = torch.where(alive, (zr2 - zi2) + cr, zr)
     return count
-
-
-def colorize(counts: np.ndarray, max_iter: int, cmap: str = "magma") -> np.ndarray:
-    """RGB uint8 image: a perceptual colormap over log(count), the set itself black."""
-    from matplotlib import colormaps
-    inside = counts >= max_iter
-    level = np.log1p(counts.astype(np.float64)) / np.log1p(max_iter)
-    rgb = (colormaps[cmap](level)[..., :3] * 255).astype(np.uint8)
-    rgb[inside] = 0
-    return rgb

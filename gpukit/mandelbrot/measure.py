@@ -1,28 +1,37 @@
-"""The Mandelbrot chapter's measurements.
+"""The Mandelbrot chapter's measurements: what ``gpukit bench mandelbrot --save`` records.
 
-Every backend is measured in a **fresh process**, so its first call really
-includes what a user's first call includes: importing, creating the GPU
-context, compiling the kernel (numba's on-disk cache starts empty unless the
-experiment says otherwise). The child processes save their counts, and the
-parent compares them with a float64 reference, pixel by pixel.
+Every backend is measured in a **fresh process** (:func:`gpukit.proc.run_fresh` calling
+:func:`time_backend`), so its first call really includes what a user's first call includes:
+importing, creating the GPU context, compiling the kernel (numba's and CuPy's on-disk caches
+start empty unless the experiment says otherwise). The child processes save their counts
+to a ``.npy`` file, and the parent compares them with a float64 reference, pixel by pixel.
+
+:func:`remeasure_cache` re-runs only the on-disk cache experiment and stores it in this
+machine's results file::
+
+    python -m gpukit.mandelbrot.measure remeasure-cache
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 
+from .. import proc
+
 CHILD_TIMEOUT_S = 900
 
 
-def _child(spec: dict) -> dict:
-    """Runs in a fresh process: time import, GPU context, first call, steady state."""
+def time_backend(spec: dict) -> dict:
+    """Runs in a fresh process: time import, GPU context, first call, steady state.
+
+    ``spec`` names the backend, dtype, size, iterations and repeats, and ``out``, the
+    ``.npy`` file that receives the counts of the last call.
+    """
     t0 = time.perf_counter()
     from gpukit import bench, device
     if spec["backend"] == "numba-cuda" and not device.has_gpu():
@@ -70,37 +79,35 @@ def _child(spec: dict) -> dict:
 
     t = bench.bench(once, timer=timer, name=backend, warmup=spec.get("warmup", 1),
                     repeat=spec["repeat"])
-    from gpukit.verify import to_host
+    from gpukit.arrays import to_host
     np.save(spec["out"], to_host(result["out"]))
     return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict()}
 
 
-def _spawn(spec: dict, cache_dir: str) -> dict:
-    # Both numba's and CuPy's on-disk kernel caches live in cache_dir: empty unless shared.
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "CUPY_CACHE_DIR": cache_dir,
-           "PYTHONUNBUFFERED": "1"}
+def _fresh(spec: dict, cache_dir: str) -> dict:
+    """:func:`time_backend` in a fresh process; the row gets the counts it saved.
+
+    Every on-disk kernel cache of the child (numba's and CuPy's among them) is the one folder
+    ``cache_dir``: empty, unless the caller passes a folder an earlier child filled.
+    """
     fd, path = tempfile.mkstemp(suffix=".npy")
     os.close(fd)
     spec = {**spec, "out": path}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "gpukit.mandelbrot.measure", "child", json.dumps(spec)],
-                          capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
+    try:
+        data = proc.run_fresh("gpukit.mandelbrot.measure:time_backend", spec,
+                              env=proc.cache_env(cache_dir, shared=True), timeout=CHILD_TIMEOUT_S)
+        if "error" not in data:
+            data["counts"] = np.load(path)
+    finally:
         os.unlink(path)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {**spec, "error": tail[0], "process_s": wall}
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    data["counts"] = np.load(path)
-    os.unlink(path)
-    return {**spec, **data, "process_s": wall}
+    return {**spec, **data}
 
 
 def cache_experiment(size: int, max_iter: int, cache_dir: str) -> list[dict]:
     """The numba CUDA kernel in two fresh processes that share one on-disk cache folder."""
     rows = []
     for label in ("empty cache (compiles)", "warm cache (loads)"):
-        row = _spawn({"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 3,
+        row = _fresh({"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 3,
                       "max_iter": max_iter, "split_init": True}, cache_dir)
         row.pop("counts", None)
         row.pop("out", None)
@@ -175,7 +182,7 @@ def run(n: int | None, repeat: int) -> dict:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, spec in enumerate(specs):
-            row = _spawn({**spec, "max_iter": max_iter}, os.path.join(tmp, f"cache{i}"))
+            row = _fresh({**spec, "max_iter": max_iter}, os.path.join(tmp, f"cache{i}"))
             counts = row.pop("counts", None)
             row.pop("out", None)
             if counts is not None:
@@ -209,11 +216,8 @@ def run(n: int | None, repeat: int) -> dict:
         for r in rows], "cache": cache, "target_backend": target_backend_pitfall()}
     return {"gpu" if gpu else "cpu": part}
 
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "child":
-        print(json.dumps(_child(json.loads(sys.argv[2]))))
-    elif sys.argv[1:] == ["cache"]:
-        remeasure_cache()
-    else:
-        print("usage: python -m gpukit.mandelbrot.measure child SPEC_JSON | cache", file=sys.stderr)
-        sys.exit(2)
+    if sys.argv[1:] != ["remeasure-cache"]:
+        sys.exit("usage: python -m gpukit.mandelbrot.measure remeasure-cache")
+    remeasure_cache()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import pages  # noqa: F401
+from .. import pages
+from ..pages import fmt_num, fmt_ratio, fmt_time, table
 
 
 # ------------------------------------------------------------------ tables for the chapter
@@ -16,84 +17,83 @@ def _label(r: dict) -> str:
     return f"`{r['backend']}`" + (" with FMA" if r.get("contract") else "")
 
 
-def _register() -> None:
-    from gpukit.pages import fmt_num, fmt_ratio, fmt_time, table
-
-    @pages.renderer("mandelbrot", "table")
-    def speed(slug: str, data: dict) -> str:
-        part, p = _rows(data)
-        rows = []
-        for r in p["rows"]:
-            if r["dtype"] != "float64" or r.get("contract"):
-                continue
-            if "error" in r:
-                rows.append([_label(r), "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
-                continue
-            size = f"{int(r['pixels'] ** 0.5)}²"
-            rows.append([_label(r), size, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
-                         fmt_num(r["mpixels_per_s"], 1), fmt_ratio(r.get("vs_1core"), 1),
-                         fmt_ratio(r.get("vs_all_cores"), 2),
-                         "identical" if r["differing_pixels"] == 0 else f"{r['differing_pixels']} differ"])
-        m = data["machine"]
-        where = m["gpu"]["name"] + " + " if m.get("gpu") else ""
-        head = (f"**{where}{m['cpu']['model']} ({m['cpu']['usable_cpus']} cores)**, "
-                f"{p['size']} x {p['size']} pixels, {p['max_iter']} iterations, float64\n\n")
-        return head + table(["backend", "size", "first call", "steady state", "Mpixel/s",
-                             "vs 1 core", "vs all cores", "counts vs reference"], rows)
-
-    @pages.renderer("mandelbrot", "precision")
-    def precision(slug: str, data: dict) -> str:
-        part, p = _rows(data)
-        rows = [[_label(r), r["dtype"], fmt_time(r["median_s"]), fmt_num(r["mpixels_per_s"], 1),
-                 f"{r['differing_pixels']:,} ({100 * r['differing_fraction']:.3f} %)"]
-                for r in p["rows"] if "median_s" in r and r["backend"] not in ("numpy", "numba-cpu-1core")]
-        return table(["backend", "dtype", "steady state", "Mpixel/s", "pixels differing from float64"], rows)
-
-    @pages.renderer("mandelbrot", "cache")
-    def cache(slug: str, data: dict) -> str:
-        _, p = _rows(data)
-        if not p.get("cache"):
-            raise pages.NotRecorded("cache")  # no GPU experiment on this machine
-        rows = [[c["case"], fmt_time(c["import_s"]), fmt_time(c["context_s"]),
-                 fmt_time(c.get("numba_init_s")), fmt_time(c["first_call_s"]), fmt_time(c["median_s"])]
-                for c in p["cache"] if "median_s" in c]
-        return table(["numba CUDA kernel, fresh process", "import", "GPU context",
-                      "numba's first kernel call", "first call of this kernel", "steady state"], rows)
-
-    @pages.renderer("mandelbrot", "pitfall")
-    def pitfall(slug: str, data: dict) -> str:
-        _, p = _rows(data)
-        t = p["target_backend"]
-        return (f"```text\nnumba {t['numba']}\n@jit(target_backend='cuda') -> {t['decorated']}\n"
-                f"calling it -> {t.get('called', 'not reached')}\n```")
-
-    @pages.data_renderer("mandelbrot", "gallery")
-    def gallery() -> str:
-        return _gallery_html()
-
-    @pages.data_renderer("mandelbrot", "fp64")
-    def fp64() -> str:
-        from gpukit.cloud import data
-        rows = []
-        for g in data.gpus():
-            ratio, fp32 = g.get("fp64_ratio"), g.get("fp32_tflops")
-            if not ratio or not fp32:
-                continue
-            rows.append([g["name"], fmt_num(fp32, 1), f"1:{round(1 / ratio)}", fmt_num(fp32 * ratio, 2),
-                         f"[vendor]({g['source']})"])
-        return (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
-                + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {data.data_as_of()}; "
-                  "peak rates without tensor cores.</small>")
+@pages.renderer("mandelbrot", "table")
+def speed(slug: str, data: dict) -> str:
+    part, p = _rows(data)
+    rows = []
+    for r in p["rows"]:
+        if r["dtype"] != "float64" or r.get("contract"):
+            continue
+        if "error" in r:
+            rows.append([_label(r), "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
+            continue
+        size = f"{int(r['pixels'] ** 0.5)}²"
+        rows.append([_label(r), size, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
+                     fmt_num(r["mpixels_per_s"], 1), fmt_ratio(r.get("vs_1core"), 1),
+                     fmt_ratio(r.get("vs_all_cores"), 2),
+                     "identical" if r["differing_pixels"] == 0 else f"{r['differing_pixels']} differ"])
+    m = data["machine"]
+    where = m["gpu"]["name"] + " + " if m.get("gpu") else ""
+    head = (f"**{where}{m['cpu']['model']} ({m['cpu']['usable_cpus']} cores)**, "
+            f"{p['size']} x {p['size']} pixels, {p['max_iter']} iterations, float64\n\n")
+    return head + table(["backend", "size", "first call", "steady state", "Mpixel/s",
+                         "vs 1 core", "vs all cores", "counts vs reference"], rows)
 
 
-def _gallery_html() -> str:
+@pages.renderer("mandelbrot", "precision")
+def precision(slug: str, data: dict) -> str:
+    _, p = _rows(data)
+    rows = [[_label(r), r["dtype"], fmt_time(r["median_s"]), fmt_num(r["mpixels_per_s"], 1),
+             f"{r['differing_pixels']:,} ({100 * r['differing_fraction']:.3f} %)"]
+            for r in p["rows"] if "median_s" in r and r["backend"] not in ("numpy", "numba-cpu-1core")]
+    return table(["backend", "dtype", "steady state", "Mpixel/s", "pixels differing from float64"], rows)
+
+
+@pages.renderer("mandelbrot", "cache")
+def cache(slug: str, data: dict) -> str:
+    _, p = _rows(data)
+    if not p.get("cache"):
+        raise pages.NotRecorded("cache")  # no GPU experiment on this machine
+    rows = [[c["case"], fmt_time(c["import_s"]), fmt_time(c["context_s"]),
+             fmt_time(c.get("numba_init_s")), fmt_time(c["first_call_s"]), fmt_time(c["median_s"])]
+            for c in p["cache"] if "median_s" in c]
+    return table(["numba CUDA kernel, fresh process", "import", "GPU context",
+                  "numba's first kernel call", "first call of this kernel", "steady state"], rows)
+
+
+@pages.renderer("mandelbrot", "pitfall")
+def pitfall(slug: str, data: dict) -> str:
+    _, p = _rows(data)
+    t = p["target_backend"]
+    return (f"```text\nnumba {t['numba']}\n@jit(target_backend='cuda') -> {t['decorated']}\n"
+            f"calling it -> {t.get('called', 'not reached')}\n```")
+
+
+@pages.data_renderer("mandelbrot", "fp64")
+def fp64() -> str:
+    from gpukit.cloud import data
+    rows = []
+    for g in data.gpus():
+        ratio, fp32 = g.get("fp64_ratio"), g.get("fp32_tflops")
+        if not ratio or not fp32:
+            continue
+        rows.append([g["name"], fmt_num(fp32, 1), f"1:{round(1 / ratio)}", fmt_num(fp32 * ratio, 2),
+                     f"[vendor]({g['source']})"])
+    return (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
+            + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {data.data_as_of()}; "
+              "peak rates without tensor cores.</small>")
+
+
+@pages.data_renderer("mandelbrot", "gallery")
+def gallery() -> str:
     """Two images made by gpukit.kernels.mandelbrot when the site is built."""
     import base64
     import io
 
     from PIL import Image
 
-    from gpukit.mandelbrot import kernels as mandel
+    from . import kernels as mandel
+    from .image import colorize
     views = [("The whole set, (-2, 1) x (-1.5, 1.5), 256 iterations", mandel.DEFAULT_BOUNDS, 256, "magma"),
              ("Seahorse valley, (-0.7463, -0.7413) x (0.1102, 0.1152), 1000 iterations",
               (-0.7463, -0.7413, 0.1102, 0.1152), 1000, "twilight_shifted")]
@@ -101,14 +101,10 @@ def _gallery_html() -> str:
     for caption, bounds, iters, cmap in views:
         counts = mandel.mandelbrot(480, 480, max_iter=iters, bounds=bounds, backend="numba-cpu")
         buf = io.BytesIO()
-        Image.fromarray(mandel.colorize(counts, iters, cmap)).save(buf, format="PNG", optimize=True)
+        Image.fromarray(colorize(counts, iters, cmap)).save(buf, format="PNG", optimize=True)
         src = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
         figures.append(f'<figure style="margin:0">'
                        f'<img src="{src}" width="340" height="340" alt="{caption}">'
                        f"<figcaption>{caption}</figcaption></figure>")
     return ('<div style="display:flex;flex-wrap:wrap;gap:1em;justify-content:center">'
             + "".join(figures) + "</div>")
-
-
-_register()
-

@@ -7,4 +7,6 @@ only when one of its names is first used.
 from gpukit import lazy_api
 
 #: public name -> the module of this package that defines it (imported on first use)
-__all__, __getattr__ = lazy_api(__name__, {'matmul': 'kernels', 'NUMBA_KERNELS': 'kernels', 'CUDA_C_KERNELS': 'kernels', 'KERNELS': 'kernels'})
+__all__, __getattr__ = lazy_api(__name__, {
+    "matmul": "kernels", "NUMBA_KERNELS": "kernels", "CUDA_C_KERNELS": "kernels", "KERNELS": "kernels",
+    "check_matmul": "check", "error_bound": "check"})

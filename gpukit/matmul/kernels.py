@@ -1,8 +1,5 @@
 """Single-precision matrix multiplication, from a naive kernel to within reach of cuBLAS.
 
-(The module is named after BLAS's GEMM routine rather than ``matmul`` so that the function
-``gpukit.kernels.matmul`` is never shadowed by a submodule of the same name.)
-
 ``matmul(a, b, kernel=...)`` computes ``a @ b`` for float32 matrices already in GPU
 memory with one of a numbered progression of kernels (see ``KERNELS``):
 

@@ -1,91 +1,36 @@
-"""The matrix-multiplication benchmark, its checks, the sanitizer runs, and the chapter's tables.
+"""The matrix-multiplication benchmark: what ``gpukit bench matmul --save`` records.
 
-``run(n, repeat)`` (``gpukit bench matmul --save``) verifies and times every kernel of
-:mod:`gpukit.kernels.matmul` against cuBLAS fp32 (TF32 off) in the same run, sweeps sizes
-for the fastest kernels, closes with what TF32 and bf16 tensor cores give through the
-library, and runs ``compute-sanitizer`` (memcheck and racecheck) on every CUDA C kernel.
+``run(n, repeat)`` verifies and times every kernel of :mod:`gpukit.kernels.matmul` against
+cuBLAS fp32 (TF32 off) in the same run, sweeps sizes for the fastest kernels, closes with
+what TF32 and bf16 tensor cores give through the library, and runs ``compute-sanitizer``
+(memcheck and racecheck, :mod:`gpukit.matmul.sanitize`) on every CUDA C kernel. The
+compiler's register report is recorded apart (:mod:`gpukit.matmul.ptxas`).
 
-Command line (none of these needs the results file)::
-
-    python -m gpukit.matmul.measure --sanitize          # sanitizer table on stdout
-    python -m gpukit.matmul.measure --sanitize-child 08-warptile   # what it runs
-    python -m gpukit.matmul.measure --ptxas gpukit/data/matmul_ptxas.json
-
-How results are checked: every output is poisoned with NaN before the run; the error of
-each element is measured against a float64 reference and divided by ``(|A| @ |B|)``, the
-scale of the rounding error of any summation order; it must stay below
-``error_bound(K)``. At the benchmark size the float64 reference is computed on the GPU
-(``cupy.matmul`` in float64); in the size sweep kernels are compared with cuBLAS fp32
-under twice the bound.
+How results are checked (:mod:`gpukit.matmul.check`): every output is poisoned with NaN
+before the run; the error of each element is measured against a float64 reference and
+divided by ``(|A| @ |B|)``, the scale of the rounding error of any summation order; it must
+stay below ``error_bound(K)``. At the benchmark size the float64 reference is computed on
+the GPU (``cupy.matmul`` in float64); in the size sweep kernels are compared with cuBLAS
+fp32 under twice the bound.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-import shutil
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .. import bench, device
 from ..verify import Mismatch
+from .check import check_matmul, error_bound, matmul_error
+from .sanitize import sanitize
 
 DEFAULT_N = 4096
 AWKWARD = (257, 129, 67)                 # M, N, K: no tile divides any of them
 SWEEP = (512, 1024, 2048, 4096, 8192)
-#: small shapes for the sanitizer: one with the scalar path, one with 16-byte accesses
-SANITIZE_SHAPES = ((67, 129, 35), (68, 132, 36))
-#: results-file name of the compiler's register report (recorded where nvcc runs)
-PTXAS_NAME = "matmul_ptxas"
-
-
-# ------------------------------------------------------------------------ checking
-
-def error_bound(k: int) -> float:
-    """Largest accepted error of an fp32 matmul element, relative to (|A| @ |B|).
-
-    Rounding errors of a K-term fp32 sum grow like sqrt(K) unit roundoffs for random
-    data; 16 sqrt(K) u leaves a wide margin yet still catches one missing term of the
-    sum (an error near 1/K of the scale) at every K up to 2**16.
-    """
-    return 16 * 2.0**-24 * math.sqrt(max(k, 1))
-
-
-def matmul_error(got, ref, scale, xp=np) -> float:
-    """max |got - ref| / scale over all elements; raises Mismatch on NaN or inf."""
-    got = got.astype(xp.float64)
-    bad = int(xp.count_nonzero(~xp.isfinite(got)))
-    if bad:
-        raise Mismatch(f"{bad} of {got.size} elements are NaN or inf (never written, or "
-                       "computed wrongly)")
-    if got.size == 0:
-        return 0.0
-    tiny = np.finfo(np.float64).tiny
-    return float(xp.max(xp.abs(got - ref) / xp.maximum(scale, tiny)))
-
-
-def check_matmul(got, a, b, *, what: str = "matmul", factor: float = 1.0) -> float:
-    """Check ``got`` against ``a @ b`` in float64 on the host; return the error."""
-    from ..verify import to_host
-    a64, b64 = to_host(a).astype(np.float64), to_host(b).astype(np.float64)
-    ref, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
-    host = to_host(got)
-    if host.shape != ref.shape:
-        raise Mismatch(f"{what}: shape {host.shape} != {ref.shape}")
-    try:
-        err = matmul_error(host, ref, scale)
-    except Mismatch as exc:
-        raise Mismatch(f"{what}: {exc}") from None
-    bound = factor * error_bound(a64.shape[1])
-    if err > bound:
-        raise Mismatch(f"{what}: error {err:.3g} (relative to |A| @ |B|) exceeds {bound:.3g}")
-    return err
 
 
 # ------------------------------------------------------------------ the GPU benchmark
@@ -417,249 +362,3 @@ def run(n: int | None = None, repeat: int = 30) -> dict:
     else:
         data["cpu"] = cpu_part(min(n or 1024, 2048), repeat=3)
     return data
-
-
-# -------------------------------------------------------------------- sanitizer
-
-def find_sanitizer() -> str | None:
-    exe = shutil.which("compute-sanitizer")
-    if exe:
-        return exe
-    candidates = [Path("/usr/local/cuda/bin/compute-sanitizer"),
-                  Path("/usr/local/cuda/compute-sanitizer/compute-sanitizer")]
-    candidates += sorted(Path("/usr/local").glob("cuda-*/bin/compute-sanitizer"), reverse=True)
-    candidates += sorted(Path(sys.prefix).glob("lib/python*/site-packages/nvidia/*/bin/compute-sanitizer"))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return None
-
-
-def sanitize_child(kernels) -> int:
-    """Run CUDA C kernels at small awkward shapes (scalar and 16-byte paths) and verify.
-
-    Inputs are made and checked on the host and copied over, so the only kernels this
-    process launches on the GPU are the ones under test: whatever the sanitizer reports
-    belongs to them.
-    """
-    import cupy
-
-    from . import kernels as mm
-    status = 0
-    for kernel in kernels:
-        for m, n, k in SANITIZE_SHAPES:
-            rng = np.random.default_rng(m)
-            a = rng.standard_normal((m, k), dtype=np.float32)
-            b = rng.standard_normal((k, n), dtype=np.float32)
-            da, db = cupy.asarray(a), cupy.asarray(b)
-            out = cupy.asarray(np.full((m, n), np.nan, np.float32))
-            try:
-                mm.matmul(da, db, kernel=kernel, out=out)
-                cupy.cuda.Device().synchronize()
-                err = check_matmul(out.get(), a, b, what=kernel)
-                vec = mm.vector_ok(m, n, k, (da.data.ptr, db.data.ptr, out.data.ptr))
-                print(f"ran {kernel} {m}x{n}x{k} vector_path={vec} err={err:.2e}", flush=True)
-            except Exception as exc:
-                print(f"FAILED {kernel} {m}x{n}x{k}: {type(exc).__name__}: {exc}", flush=True)
-                status = 1
-    return status
-
-
-_SUMMARY = re.compile(r"(ERROR SUMMARY: \d+ errors?|RACECHECK SUMMARY: .*)")
-
-
-def sanitize(kernels=None, tools=("memcheck", "racecheck"), per_kernel: bool = False,
-             timeout: int = 400) -> dict:
-    """compute-sanitizer on every CUDA C kernel: one process per tool running all kernels
-    (``per_kernel=True``: one process per tool and kernel, slower). Each report line that
-    names one of our kernels is counted against it; the tool's summary gives the total."""
-    from .kernels import CUDA_C_KERNELS
-    kernels = list(kernels or CUDA_C_KERNELS)
-    exe = find_sanitizer()
-    if exe is None:
-        return {"sanitizer": None, "note": "compute-sanitizer not found (PATH, /usr/local/cuda*)",
-                "runs": []}
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    groups = [[k] for k in kernels] if per_kernel else [kernels]
-    runs = []
-    for group in groups:
-        target = "all" if group == list(CUDA_C_KERNELS) else ",".join(group)
-        for tool in tools:
-            args = ["--tool", tool, "--error-exitcode", "99"]
-            child = ["-m", "gpukit.matmul.measure", "--sanitize-child", target]
-            shown = " ".join(["compute-sanitizer", *args, "python", *child])
-            t0 = time.perf_counter()
-            try:
-                p = subprocess.run([exe, *args, sys.executable, *child], capture_output=True,
-                                   text=True, timeout=timeout, env=env, cwd=root)
-                text, rc = p.stdout + p.stderr, p.returncode
-            except subprocess.TimeoutExpired:
-                text, rc = f"timed out after {timeout} s", None
-            summary = _SUMMARY.findall(text)
-            ran = re.findall(r"^ran .*$", text, re.M)
-            runs.append({"kernels": group, "tool": tool, "command": shown, "returncode": rc,
-                         "seconds": time.perf_counter() - t0,
-                         "summary": summary[-1] if summary else None,
-                         "errors": _count_errors(text), "ran": ran,
-                         "failed": re.findall(r"^FAILED .*$", text, re.M),
-                         "per_kernel": {k: {"errors": n, "verified": sum(f"ran {k} " in r for r in ran)}
-                                        for k, n in attribute_errors(text, group).items()},
-                         "output_tail": text[-1500:]})
-            print(f"  {tool:<10}{target:<22}{runs[-1]['summary']}", file=sys.stderr, flush=True)
-    return {"sanitizer": exe, "version": _sanitizer_version(exe), "runs": runs,
-            "shapes": [list(s) for s in SANITIZE_SHAPES]}
-
-
-_REPORT_START = re.compile(r"^=+ (Invalid|Error:|ERROR:|Warning:|WARN|.*[Hh]azard|Race|"
-                           r"Program hit|Uninitialized|Misaligned)")
-
-
-def attribute_errors(text: str, kernels) -> dict:
-    """How many of the sanitizer's reports name each kernel (its CUDA function names)."""
-    from .kernels import CUDA_C_LAUNCH
-    names = {}
-    for k in kernels:
-        name, *_rest, scalar = CUDA_C_LAUNCH[k]
-        for fn in (name, scalar):
-            if fn:
-                names[fn] = k
-    pattern = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
-    counts = {k: 0 for k in kernels}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if _REPORT_START.match(line):
-            for follow in lines[i:i + 6]:
-                m = pattern.search(follow)
-                if m:
-                    counts[names[m.group(1)]] += 1
-                    break
-    return counts
-
-
-def _count_errors(text: str) -> int | None:
-    """Errors (and racecheck warnings) from the tool's summary line; None without one."""
-    m = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)",
-                  text)
-    if m:
-        return int(m.group(1)) + int(m.group(2))
-    m = re.search(r"ERROR SUMMARY: (\d+) error", text)
-    return int(m.group(1)) if m else None
-
-
-def _sanitizer_version(exe: str) -> str | None:
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"Version\s+(\S+)", out)
-    return m.group(1) if m else out.strip().splitlines()[-1] if out.strip() else None
-
-
-# ------------------------------------------------------------- compiler (ptxas) report
-
-_PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
-_PTXAS_USED = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?$")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-
-
-def parse_ptxas(text: str) -> dict:
-    """{function: {registers, shared_bytes, stack_bytes, spill_stores, spill_loads}}."""
-    out: dict = {}
-    current = None
-    for line in text.splitlines():
-        if m := _PTXAS_FUNC.search(line):
-            current = out.setdefault(m.group(1), {"arch": m.group(2)})
-        elif current is not None and (m := _PTXAS_SPILL.search(line)):
-            current.update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)),
-                           spill_loads=int(m.group(3)))
-        elif current is not None and (m := _PTXAS_USED.search(line)):
-            current.update(registers=int(m.group(1)), shared_bytes=int(m.group(2) or 0))
-    return out
-
-
-def ptxas_report(arch: str = "sm_90") -> dict:
-    """``ptxas -v`` for the CUDA C kernels (nvcc) and the numba kernels (their PTX)."""
-    import tempfile
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc not found: the compiler report needs the CUDA toolkit")
-    src = Path(__file__).with_name("matmul.cu")
-    cmd = [nvcc, f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", "-c", str(src), "-o", os.devnull]
-    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
-    report_ = {"arch": arch, "nvcc": version.strip().splitlines()[-1],
-               "command": f"nvcc -arch={arch} -std=c++17 -Xptxas -v -c gpukit/matmul/matmul.cu",
-               "cuda_c": parse_ptxas(text)}
-    # numba kernels: numba writes PTX for float32 2-D C-contiguous arrays, ptxas reports
-    try:
-        from numba import cuda, float32
-
-        from . import kernels as mm
-        ptxas = shutil.which("ptxas") or str(Path(nvcc).with_name("ptxas"))
-        sig = (float32[:, ::1], float32[:, ::1], float32[:, ::1])
-        numba_rep = {}
-        for name, fn in (("01-naive-numba", mm.naive_kernel), ("02-coalesced-numba", mm.coalesced_kernel),
-                         ("03-smem-numba", mm.smem_kernel),
-                         ("03b-smem-8x8-numba", mm.smem_kernel_8x8)):
-            bounds = fn.targetoptions.get("launch_bounds")
-            ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(int(arch[3]), int(arch[4:])),
-                                      launch_bounds=bounds)
-            with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
-                fh.write(ptx)
-            try:
-                out = subprocess.run([ptxas, f"-arch={arch}", "-v", fh.name, "-o", os.devnull],
-                                     capture_output=True, text=True, check=True).stderr
-            finally:
-                os.unlink(fh.name)
-            parsed = parse_ptxas(out)
-            numba_rep[name] = next(iter(parsed.values())) if parsed else {}
-        report_["numba"] = numba_rep
-    except Exception as exc:
-        report_["numba_error"] = f"{type(exc).__name__}: {exc}"
-    return report_
-
-
-def write_ptxas_report(root: Path | None = None) -> Path:
-    """Record the register report under ``results/<machine>/matmul_ptxas.json``."""
-    from gpukit import results
-    return results.save(PTXAS_NAME, ptxas_report(), root=root)
-
-
-def main(argv=None) -> int:
-    import argparse
-    p = argparse.ArgumentParser(prog="python -m gpukit.matmul.measure",
-                                description="matmul sanitizer runs and compiler report")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--sanitize-child", metavar="KERNEL",
-                   help="run CUDA C kernels (a name, names joined by commas, or 'all') at "
-                        "small shapes and verify them")
-    g.add_argument("--sanitize", action="store_true",
-                   help="run compute-sanitizer memcheck and racecheck on every CUDA C kernel, "
-                        "one process per kernel and tool")
-    g.add_argument("--ptxas", action="store_true",
-                   help="record the ptxas register report under results/<machine>/ (needs nvcc)")
-    args = p.parse_args(argv)
-    if args.sanitize_child:
-        from .kernels import CUDA_C_KERNELS
-        names = (CUDA_C_KERNELS if args.sanitize_child == "all"
-                 else tuple(args.sanitize_child.split(",")))
-        unknown = [k for k in names if k not in CUDA_C_KERNELS]
-        if unknown:
-            print(f"error: {unknown[0]!r} is not a CUDA C kernel; choose from "
-                  f"{', '.join(CUDA_C_KERNELS)} or 'all'", file=sys.stderr)
-            return 2
-        return sanitize_child(names)
-    if args.sanitize:
-        result = sanitize(per_kernel=True)
-        print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
-        bad = [r for r in result["runs"] if r["errors"] != 0 or r["failed"] or not r["ran"]]
-        for r in result["runs"]:
-            print(f"{r['tool']:<10} {','.join(r['kernels']):<22} {r['summary']}")
-        return 1 if bad or not result["runs"] else 0
-    path = write_ptxas_report()
-    print(f"wrote {path}")
-    return 0
-
-if __name__ == "__main__":
-    sys.exit(main())

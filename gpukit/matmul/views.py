@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import re
-
 from .. import pages
-from .measure import AWKWARD, PTXAS_NAME
+from .measure import AWKWARD
+from .ptxas import PTXAS_NAME
 
 
 # ---------------------------------------------------------------------- renderers
@@ -40,7 +38,7 @@ def render_table(slug: str, data: dict) -> str:
                      r.get("registers", "-") if r.get("registers") is not None else "-",
                      f"{occ['warps_per_sm']} ({occ['occupancy'] * 100:.0f} %)" if occ else "-"])
     n = g["n"]
-    head = (f"**{data['machine']['gpu']['name']}**, C = A @ B with {n} x {n} float32 matrices "
+    head = (f"**{pages.machine_title(data)}**, C = A @ B with {n} x {n} float32 matrices "
             f"({g['flops'] / 1e9:.0f} GFLOP per call), median of repeated calls timed with CUDA "
             f"events; cuBLAS with TF32 {g['cublas_tf32']}. First call: at "
             f"{' x '.join(map(str, AWKWARD))}, including numba's compilation; the CUDA C module "
@@ -178,12 +176,12 @@ def render_cpu(slug: str, data: dict) -> str:
 @pages.renderer("matmul", "plot")
 def render_plot(slug: str, data: dict) -> str:
     """% of cuBLAS per kernel as an inline SVG bar chart (made at build time)."""
-    svg = "\n".join(line for line in plot_svg(data).splitlines() if line.strip())
-    return ("<figure class=\"gpukit-plot\">\n" + svg + "\n<figcaption>Speed of each kernel as a "
+    return ("<figure class=\"gpukit-plot\">\n" + plot_svg(data) + "\n<figcaption>Speed of each kernel as a "
             "percentage of cuBLAS fp32 at the same size, in the same run.</figcaption>\n</figure>")
 
 
 def plot_svg(data: dict) -> str:
+    """The bar chart as inline SVG (:func:`gpukit.pages.svg`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -212,16 +210,11 @@ def _plot(plt, data, rows):
     ax.set_xlim(0, max(110, max(pct) + 15))
     ax.set_xlabel("speed, % of cuBLAS SGEMM (fp32, TF32 off) measured in the same run")
     ax.set_ylabel("kernel")
-    gpu = data["machine"]["gpu"]["name"]
     date = data["machine"].get("date", "")[:10]
-    ax.set_title(f"fp32 matmul, {g['n']} x {g['n']} x {g['n']}, on {gpu} ({date})", fontsize=10)
+    ax.set_title(f"fp32 matmul, {g['n']} x {g['n']} x {g['n']}, on {pages.machine_title(data)} ({date})",
+                 fontsize=10)
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    plt.close(fig)
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]          # drop the XML prologue: inline in HTML
-    return re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    return pages.svg(fig)
 
 
 @pages.renderer(PTXAS_NAME, "registers")
@@ -235,9 +228,6 @@ def render_ptxas(slug: str, data: dict) -> str:
         rows.append([f"`{kernel}` (`{fn}`)", "CUDA C", rep.get("registers", "-"),
                      rep.get("shared_bytes", "-"), rep.get("spill_stores", "-")])
     note = (f"\n\n<small>From `{data['command']}` ({data['nvcc']}, {data['arch']}), recorded "
-            "by `python -m gpukit.matmul.measure --ptxas`.</small>")
+            "by `python -m gpukit.matmul.ptxas --ptxas`.</small>")
     return pages.table(["kernel", "written in", "registers / thread", "shared memory (bytes)",
                          "spill stores (bytes)"], rows) + note
-
-
-# ---------------------------------------------------------------------------- main

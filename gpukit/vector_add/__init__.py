@@ -7,4 +7,5 @@ only when one of its names is first used.
 from gpukit import lazy_api
 
 #: public name -> the module of this package that defines it (imported on first use)
-__all__, __getattr__ = lazy_api(__name__, {'vector_add': 'kernels', 'BACKENDS': 'kernels', 'CUPY_IMPLS': 'kernels', 'add_kernel': 'kernels'})
+__all__, __getattr__ = lazy_api(__name__, {
+    "vector_add": "kernels", "BACKENDS": "kernels", "CUPY_IMPLS": "kernels", "add_kernel": "kernels"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..pages import fmt_num, fmt_time, renderer, table
+from ..pages import fmt_num, fmt_time, machine_title, renderer, table
 
 
 @renderer("vector_add", "gpu")
@@ -13,7 +13,7 @@ def _vector_add_gpu(slug: str, data: dict) -> str:
         rows.append([r["name"], fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
                      fmt_num(r["gbs"]), fmt_num(r.get("pct_of_copy"), 1) + " %",
                      fmt_num(r.get("pct_of_torch_add"), 1) + " %"])
-    head = (f"**{data['machine']['gpu']['name']}**, {g['n']:,} float32 elements "
+    head = (f"**{machine_title(data)}**, {g['n']:,} float32 elements "
             f"({3 * g['n'] * 4 / 1e9:.1f} GB moved per add)\n\n")
     return head + table(["implementation", "first call", "median", "GB/s", "% of copy",
                          "% of torch.add"], rows)
@@ -27,7 +27,7 @@ def _vector_add_copies(slug: str, data: dict) -> str:
     e2e = g["end_to_end"]
     rows.append(["the fastest add kernel alone", fmt_time(kernel), "-"])
     rows.append([e2e["name"], fmt_time(e2e["median_s"]), "-"])
-    head = f"**{data['machine']['gpu']['name']}**, arrays of {g['n'] * 4 / 2**30:.1f} GiB\n\n"
+    head = f"**{machine_title(data)}**, arrays of {g['n'] * 4 / 2**30:.1f} GiB\n\n"
     return head + table(["operation", "median", "GB/s"], rows)
 
 
