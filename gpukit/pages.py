@@ -98,6 +98,20 @@ def plot_title(data: dict) -> str:
     return f"{machine_title(data, cores=False)}, {data['machine']['date'][:10]}"
 
 
+def marked(row: dict) -> str:
+    """A row's name, with a dagger when its timing was host-bound (see :func:`host_bound_note`)."""
+    return row["name"] + (" †" if row.get("host_bound") else "")
+
+
+def host_bound_note(rows: list[dict]) -> str:
+    """The note under a table with host-bound rows (``gpukit.bench`` flags them), else ``""``."""
+    if not any(r.get("host_bound") for r in rows):
+        return ""
+    return ("\n\n† Host-bound: the host was busy for at least 90 % of this row's event time "
+            "(a call that blocks, or a launch as long as the kernel), so the row times the host "
+            "more than the GPU.")
+
+
 def fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "-"

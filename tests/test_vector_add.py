@@ -26,13 +26,14 @@ def test_host_backends(backend, n):
     check_close(out, ref)
 
 
-@pytest.mark.parametrize("n", [0, 1, 257, 1000])
+@pytest.mark.parametrize("impl", ["grid-stride", "grid-stride-x4"])
+@pytest.mark.parametrize("n", [0, 1, 257, 1000, 4 * 256 + 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_numba_cuda(n, dtype):
+def test_numba_cuda(n, dtype, impl):
     from numba import cuda
     x, y, ref = inputs(n, dtype)
     out = cuda.to_device(np.full_like(x, np.nan))
-    vector_add(cuda.to_device(x), cuda.to_device(y), out=out)
+    vector_add(cuda.to_device(x), cuda.to_device(y), out=out, impl=impl)
     check_close(out, ref, dtype=np.dtype(dtype).name)
     fresh = vector_add(cuda.to_device(x), cuda.to_device(y))  # allocates its own output
     check_close(fresh, ref, dtype=np.dtype(dtype).name)
@@ -76,6 +77,13 @@ def test_mismatched_shapes():
 def test_mismatched_dtypes():
     with pytest.raises(TypeError, match="dtype mismatch"):
         vector_add(np.ones(3, np.float32), np.ones(3, np.float64))
+
+
+def test_unknown_numba_impl():
+    from numba import cuda
+    x = cuda.to_device(np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="unknown numba impl"):
+        vector_add(x, x, backend="numba-cuda", impl="raw-vec4")
 
 
 def test_unknown_backend():

@@ -8,4 +8,5 @@ from gpukit import lazy_api
 
 #: public name -> the module of this package that defines it (imported on first use)
 __all__, __getattr__ = lazy_api(__name__, {
-    "vector_add": "kernels", "BACKENDS": "kernels", "CUPY_IMPLS": "kernels", "add_kernel": "kernels"})
+    "vector_add": "kernels", "BACKENDS": "kernels", "CUPY_IMPLS": "kernels", "NUMBA_IMPLS": "kernels",
+    "add_kernel": "kernels", "add_kernel_x4": "kernels"})

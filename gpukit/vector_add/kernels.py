@@ -20,6 +20,9 @@ BACKENDS = ("numpy", "numba-cpu", "numba-cuda", "cupy", "torch")
 #: CuPy implementations: ElementwiseKernel, a one-element-per-thread RawKernel,
 #: and a RawKernel that moves 16 bytes per load (float32 only).
 CUPY_IMPLS = ("elementwise", "raw", "raw-vec4")
+#: numba CUDA implementations: the grid-stride loop, and the same loop with four independent
+#: pairs of loads per thread issued before their stores.
+NUMBA_IMPLS = ("grid-stride", "grid-stride-x4")
 
 
 def _check_pair(x, y, out):
@@ -43,13 +46,14 @@ def _need(kind_x, kind_y, allowed, backend, hint):
             raise TypeError(f"backend {backend!r} needs {hint}, but {label} is in {where}")
 
 
-def vector_add(x, y, *, backend: str = "auto", out=None, impl: str = "raw-vec4"):
+def vector_add(x, y, *, backend: str = "auto", out=None, impl: str | None = None):
     """Return ``x + y`` computed by ``backend``; both arrays must match in shape and dtype.
 
     backend: ``"numpy"`` (host arrays), ``"numba-cpu"`` (host arrays, all cores), ``"numba-cuda"`` (any CUDA array: numba
     device arrays, CuPy, torch CUDA tensors), ``"cupy"`` (CuPy arrays), ``"torch"``
     (tensors on one device), or ``"auto"`` to choose from the arrays' type.
-    impl: for ``backend="cupy"``, one of ``CUPY_IMPLS``.
+    impl: for ``backend="cupy"``, one of ``CUPY_IMPLS`` (default ``"raw-vec4"``); for
+    ``backend="numba-cuda"``, one of ``NUMBA_IMPLS`` (default ``"grid-stride"``).
     out: optional pre-allocated result of the same kind, shape and dtype.
     """
     kx, ky = kind(x), kind(y)
@@ -83,11 +87,14 @@ def vector_add(x, y, *, backend: str = "auto", out=None, impl: str = "raw-vec4")
     if backend == "cupy":
         _need(kx, ky, {"cupy"}, backend, "CuPy arrays (cupy.asarray copies host data over)")
         _check_pair(x, y, out)
-        return _cupy_add(x, y, out, impl)
+        return _cupy_add(x, y, out, impl or "raw-vec4")
     _need(kx, ky, {"cupy", "torch-cuda", "cuda"}, backend,
           "arrays in GPU memory (numba.cuda.to_device copies host data over)")
     _check_pair(x, y, out)
-    return _numba_add(x, y, out)
+    impl = impl or "grid-stride"
+    if impl not in NUMBA_IMPLS:
+        raise ValueError(f"unknown numba impl {impl!r}; choose one of {', '.join(NUMBA_IMPLS)}")
+    return _numba_add(x, y, out, impl)
 
 
 # --8<-- [start:numba_cpu]
@@ -111,12 +118,37 @@ def add_kernel(x, y, out):
 # --8<-- [end:numba]
 
 
+# --8<-- [start:numba_x4]
+@cuda.jit
+def add_kernel_x4(x, y, out):
+    # The same loop, four elements per step: all eight loads are issued before the first
+    # store, so each thread has four times the bytes in flight while it waits for memory.
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n = x.shape[0]
+    i = start
+    while i + 3 * stride < n:
+        a0, b0 = x[i], y[i]
+        a1, b1 = x[i + stride], y[i + stride]
+        a2, b2 = x[i + 2 * stride], y[i + 2 * stride]
+        a3, b3 = x[i + 3 * stride], y[i + 3 * stride]
+        out[i] = a0 + b0
+        out[i + stride] = a1 + b1
+        out[i + 2 * stride] = a2 + b2
+        out[i + 3 * stride] = a3 + b3
+        i += 4 * stride
+    while i < n:                      # the last < 4 steps
+        out[i] = x[i] + y[i]
+        i += stride
+# --8<-- [end:numba_x4]
+
+
 def _launch_config(n: int, threads: int = 256) -> tuple[int, int]:
     blocks = min((n + threads - 1) // threads, 32 * sm_count())
     return max(blocks, 1), threads
 
 
-def _numba_add(x, y, out):
+def _numba_add(x, y, out, impl="grid-stride"):
     dx, dy = as_numba(x), as_numba(y)
     if not (dx.is_c_contiguous() and dy.is_c_contiguous()):
         raise ValueError("numba-cuda backend needs contiguous arrays; pass a contiguous copy")
@@ -125,7 +157,8 @@ def _numba_add(x, y, out):
     n = dx.size
     if n:
         blocks, threads = _launch_config(n)
-        add_kernel[blocks, threads](dx.reshape(n), dy.reshape(n), dout.reshape(n))
+        kernel = add_kernel_x4 if impl == "grid-stride-x4" else add_kernel
+        kernel[blocks, threads](dx.reshape(n), dy.reshape(n), dout.reshape(n))
     return dout if out is None else out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..pages import fmt_num, fmt_time, machine_title, renderer, table
+from ..pages import host_bound_note, marked, fmt_num, fmt_time, machine_title, renderer, table
 
 
 @renderer("vector_add", "gpu")
@@ -10,13 +10,13 @@ def _vector_add_gpu(slug: str, data: dict) -> str:
     g = data["gpu"]
     rows = []
     for r in g["rows"]:
-        rows.append([r["name"], fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
+        rows.append([marked(r), fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
                      fmt_num(r["gbs"]), fmt_num(r.get("pct_of_copy"), 1) + " %",
                      fmt_num(r.get("pct_of_torch_add"), 1) + " %"])
     head = (f"**{machine_title(data)}**, {g['n']:,} float32 elements "
             f"({3 * g['n'] * 4 / 1e9:.1f} GB moved per add)\n\n")
     return head + table(["implementation", "first call", "median", "GB/s", "% of copy",
-                         "% of torch.add"], rows)
+                         "% of torch.add"], rows) + host_bound_note(g["rows"])
 
 
 @renderer("vector_add", "copies")
