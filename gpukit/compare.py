@@ -64,6 +64,28 @@ def compare(a: str, b: str) -> str:
     return "\n\n".join(out)
 
 
+#: how a part of a results file is named on the comparison page
+PART_LABELS = {"gpu": "GPU", "cpu": "CPU", "host": "host CPU", "first_call": "first call",
+               "nosync": "timing without a sync", "one_run": "one run", "right_way": "the right way",
+               "saxpy": "SAXPY", "poly": "polynomial", "training": "training",
+               "throughput": "training throughput", "decode": "JPEG decoding",
+               "cpu_vs_gpu": "CPU vs GPU epoch", "transfers": "host-device copies"}
+
+
+def part_label(part: str) -> str:
+    return PART_LABELS.get(part, part.replace("_", " "))
+
+
+def file_title(name: str) -> str:
+    """A results file's title on the comparison page: its chapter's title where it has one."""
+    for c in results.CHAPTERS:
+        if name == c.slug:
+            return c.title
+        if name in c.benchmarks:
+            return f"{c.title} ({name.removeprefix(c.slug).strip('_').replace('_', ' ')})"
+    return name.replace("_", " ").capitalize()
+
+
 def compare_all(root=None) -> str:
     """Every machine's recorded results side by side: one table per benchmark, one column each.
 
@@ -93,10 +115,11 @@ def compare_all(root=None) -> str:
                     if value is None:
                         continue
                     text = f"{value * 1e3:,.3g} ms" if unit == "s" else f"{value:,.4g} {unit}"
-                    cells.setdefault(f"{part}: {r['name']}", {})[m.name] = text
+                    cells.setdefault(f"{part_label(part)}: {r['name']}", {})[m.name] = text
         rows = [[name] + [per.get(m.name, "-") for m, _ in have]
                 for name, per in cells.items() if len(per) >= 2]
         if rows:
             heads = [f"{m.name}<br><small>{d['machine']['date'][:10]}</small>" for m, d in have]
-            out.append(f"### {file[:-5]}\n\n" + table(["row"] + heads, rows, "l" + "r" * len(have)))
+            out.append(f"### {file_title(file[:-5])}\n\n<small>`results/*/{file}`</small>\n\n"
+                       + table(["row"] + heads, rows, "l" + "r" * len(have)))
     return "\n\n".join(out)
