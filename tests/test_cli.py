@@ -81,11 +81,14 @@ def test_comparison_page_table_has_a_column_per_machine(tmp_path):
     _fake_results(tmp_path, "lonely-gpu", 50.0)
     (tmp_path / "lonely-gpu" / "demo.json").rename(tmp_path / "lonely-gpu" / "other.json")
     text = compare_all(tmp_path)
-    assert text.startswith("### demo")
+    assert text.startswith("### Demo\n\n<small>`results/*/demo.json`</small>")
     assert "other" not in text  # recorded by one machine only: nothing to compare
-    header, _, row = text.splitlines()[2:5]
+    header, _, row = text.splitlines()[4:7]
     assert header.index("fast-gpu") < header.index("slow-gpu")
-    assert row == "| gpu: kernel A | 250 GB/s | 100 GB/s |"
+    assert row == "| GPU: kernel A | 250 GB/s | 100 GB/s |"    # a part's label, not its key
+    from gpukit.compare import file_title
+    assert file_title("why_gpus") == "Why CPUs alone are not enough"
+    assert file_title("cats_vs_dogs_ddp") == "Training cats vs dogs (ddp)"
 
 
 @pytest.mark.parametrize("args, needle", [
