@@ -26,9 +26,8 @@ import numpy as np
 import torch
 
 from gpukit import device
-from gpukit.cats_vs_dogs import data as D
-from gpukit.cats_vs_dogs.measure import default_data_dir
-from gpukit.cats_vs_dogs.loop import TrainConfig, autocast, fit, load_for_inference, predict_logits
+from gpukit.cats_vs_dogs import (DataError, TrainConfig, autocast, default_data_dir, fit,
+                                 load_for_inference, predict_logits, prepare_eval)
 # --8<-- [end:setup]
 
 GPU = torch.cuda.is_available()
@@ -82,7 +81,7 @@ def verify(report: dict, n: int = 32) -> dict:
     amp = autocast(dev, report["precision"])
     got = predict_logits(model, photos, cfg["eval_size"], amp=amp)
     ref_model = load_for_inference(report["checkpoint"], torch.device("cpu"))[0].double()
-    x = D.prepare_eval(photos.cpu().double(), cfg["eval_size"])
+    x = prepare_eval(photos.cpu().double(), cfg["eval_size"])
     with torch.no_grad():
         ref = ref_model(x)
     err = float((got.cpu().double() - ref).abs().max() / ref.abs().max())
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             report = train(str(data_dir), args.epochs, args.img_size, args.width, args.batch_size,
                            args.limit, str(Path(tmp) / "model.pt"))
-        except D.DataError as exc:
+        except DataError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         try:

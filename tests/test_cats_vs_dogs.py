@@ -217,3 +217,70 @@ def test_resume_needs_the_weight_average_it_was_trained_with(tmp_path):
     with pytest.raises(ValueError, match="weight average"):
         loop.fit(loop.TrainConfig(data=str(data), epochs=2, out=str(out), resume=True, ema=0.9, **TINY),
                  log=quiet)
+
+
+class _Recorder(loop.Hooks):
+    def __init__(self):
+        self.calls = []
+
+    def after_step(self, epoch, step, started):
+        self.calls.append(("step", epoch, step))
+
+    def steps_done(self, epoch):
+        self.calls.append(("steps done", epoch))
+
+    def after_epoch(self, epoch, row):
+        self.calls.append(("epoch", epoch, row["epoch"]))
+
+
+def _tiny_training(**extra):
+    from gpukit.cats_vs_dogs import data as D
+    torch.manual_seed(0)
+    labels = torch.arange(16) % 2
+    images = torch.randint(0, 90, (16, 3, 24, 24), dtype=torch.uint8)
+    images[:, 0][labels == 0] += 150  # the colour says the class: reddish cats, bluish dogs
+    images[:, 2][labels == 1] += 150
+    store = D.Store(images, labels, [""] * 16)
+    model = CatDogNet(width=4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    t = loop.Training(model=model, net=model, opt=opt, sched=sched, criterion=torch.nn.CrossEntropyLoss(),
+                      amp=loop.autocast(torch.device("cpu"), "fp32"), ema=loop.EMA(model, 0.9), val=store,
+                      device=torch.device("cpu"), eval_size=24, **extra)
+
+    def batches(epoch, first):
+        order = torch.randperm(16, generator=torch.Generator().manual_seed(epoch))
+        for step in range(first, 4):
+            idx = order[4 * step:4 * step + 4]
+            yield D.prepare_eval(store.images[idx], 24), store.labels[idx]
+    return t, batches
+
+
+def test_core_loop_runs_on_its_own_and_calls_its_hooks_in_order():
+    t, batches = _tiny_training(epochs=2, eval_every=2)
+    hooks = _Recorder()
+    history = loop.train_epochs(t, batches, hooks)
+    assert [h["epoch"] for h in history] == [1, 2] and history is t.history
+    assert "val_acc" not in history[0] and 0 <= history[1]["val_acc"] <= 1  # evaluated every 2nd epoch
+    assert t.sched.last_epoch == 8 and t.ema.updates == 8  # one schedule step, one average update a step
+    assert hooks.calls == ([("step", 0, s) for s in (1, 2, 3, 4)] + [("steps done", 0), ("epoch", 0, 1)]
+                           + [("step", 1, s) for s in (1, 2, 3, 4)] + [("steps done", 1), ("epoch", 1, 2)])
+    assert t.trained_s > 0 and all(h["train_loss"] > 0 for h in history)
+
+
+def test_core_loop_starts_where_a_resumed_run_stopped():
+    t, batches = _tiny_training(epochs=3, start_epoch=1, start_step=3)
+    hooks = _Recorder()
+    history = loop.train_epochs(t, batches, hooks)
+    assert [(h["epoch"], h["partial"]) for h in history] == [(2, True), (3, False)]
+    assert [c for c in hooks.calls if c[0] == "step"] == [("step", 1, 4)] + [("step", 2, s) for s in (1, 2, 3, 4)]
+
+
+def test_package_names_are_lazy_and_all_resolve():
+    code = ("import sys, gpukit.cats_vs_dogs as c; print('torch' in sys.modules); "
+            "[getattr(c, name) for name in c.__all__]; print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]
+    from gpukit import cats_vs_dogs
+    assert cats_vs_dogs.fit is loop.fit and cats_vs_dogs.default_data_dir.__module__.endswith(".data")

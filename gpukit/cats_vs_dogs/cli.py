@@ -90,7 +90,8 @@ def _train(args) -> int:
     import torch
 
     from . import data as D
-    from .loop import Interrupted, TrainConfig, fit, format_report
+    from .loop import TrainConfig, fit
+    from .run import Interrupted, format_report
     cfg = TrainConfig(data=args.data, epochs=args.epochs, img_size=args.img_size,
                       batch_size=args.batch_size, lr=args.lr, width=args.width, device=args.device,
                       precision=args.precision, compile=args.compile, pretrained=args.pretrained,
@@ -144,7 +145,8 @@ def _predict(args) -> int:
     import torch
 
     from . import data as D
-    from .loop import autocast, load_for_inference, pick_device, predict_logits
+    from .checkpoint import load_for_inference
+    from .loop import autocast, pick_device, predict_logits
     for path in args.images:
         if not Path(path).is_file():
             raise _user_error(f"image not found: {path}")

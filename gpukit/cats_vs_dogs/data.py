@@ -41,6 +41,19 @@ class DataError(ValueError):
     """The data directory is missing, empty, or not in a layout we understand."""
 
 
+def default_data_dir() -> Path | None:
+    """$GPUKIT_CATS_DOGS, else .data/ in the project, else ../shared/data/ beside it."""
+    env = os.environ.get("GPUKIT_CATS_DOGS")
+    if env:
+        return Path(env)
+    project = Path(__file__).resolve().parents[2]
+    for cand in (project / ".data" / "cats_and_dogs_filtered_160",
+                 project.parent / "shared" / "data" / "cats_and_dogs_filtered_160"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
 @dataclass
 class Split:
     paths: list[str] = field(default_factory=list)

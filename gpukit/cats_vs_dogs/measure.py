@@ -33,19 +33,6 @@ from pathlib import Path
 TUTORIAL_REPORTED = {"images_per_s": 3483, "val_acc": 0.815, "wall_s": 22}
 
 
-def default_data_dir() -> Path | None:
-    """$GPUKIT_CATS_DOGS, else .data/ in the project, else ../shared/data/ beside it."""
-    env = os.environ.get("GPUKIT_CATS_DOGS")
-    if env:
-        return Path(env)
-    project = Path(__file__).resolve().parents[2]
-    for cand in (project / ".data" / "cats_and_dogs_filtered_160",
-                 project.parent / "shared" / "data" / "cats_and_dogs_filtered_160"):
-        if cand.is_dir():
-            return cand
-    return None
-
-
 # --------------------------------------------------------------------- helpers
 
 def _timed_steps(fn, device, *, warmup: int, repeat: int, name: str) -> dict:
@@ -412,6 +399,7 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     """
     budget_s = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", budget_s))
     from . import data as D
+    from .data import default_data_dir
     from .loop import TrainConfig, fit, pick_device
     t_run = time.perf_counter()
     root = Path(data_dir) if data_dir else default_data_dir()

@@ -56,7 +56,7 @@ def run(n: int | None, repeat: int) -> dict:
     """1 GPU vs all visible GPUs, ``n`` seeds each (default 2), plus one larger-image regime."""
     import torch
 
-    from .measure import default_data_dir
+    from .data import default_data_dir
     gpus = torch.cuda.device_count()
     if gpus < 2:
         raise RuntimeError(f"the scaling benchmark needs at least 2 GPUs; this machine has {gpus}")

@@ -33,7 +33,7 @@ VARIANTS = {
 def main(argv=None) -> int:
     from ..device import machine_record
     from . import data as D
-    from .measure import default_data_dir
+    from .data import default_data_dir
     from .loop import TrainConfig, fit, pick_device
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-
 from .. import pages
-from ..pages import fmt_num, fmt_time, table
+from ..pages import fmt_num, fmt_time, machine_title, plot_title, table
 from .measure import TUTORIAL_REPORTED, step_times  # noqa: F401
 
 
 # --------------------------------------------------------------------- renderers
 
 NAME = "cats_vs_dogs"
-
-
-def _gpu_name(data: dict) -> str:
-    m = data["machine"]
-    return m["gpu"]["name"] if m.get("gpu") else f"{m['cpu']['model']} (CPU only)"
 
 
 @pages.renderer(NAME, "summary")
@@ -27,7 +21,7 @@ def _summary(slug: str, data: dict) -> str:
     rows.append(["**mean**", f"**{100 * sum(accs) / len(accs):.1f} %**",
                  fmt_time(sum(r["median_s"] for r in t["rows"]) / len(accs)), "", "", ""])
     c = t["config"]
-    head = (f"**{_gpu_name(data)}**: {t['n']:,} training photos, {t['n_val']:,} validation photos, "
+    head = (f"**{machine_title(data)}**: {t['n']:,} training photos, {t['n_val']:,} validation photos, "
             f"CatDogNet width {c['width']} ({t['params'] / 1e6:.2f} M parameters), {c['epochs']} epochs "
             f"at {c['img_size']} px, batch {c['batch_size']}, {t['precision']}"
             f"{', accuracy with mirror averaging' if t['tta'] else ''}"
@@ -54,7 +48,7 @@ def _variants(slug: str, data: dict) -> str:
 def _confusion(slug: str, data: dict) -> str:
     c = data["training"]["confusion"]
     rows = [["**cat**", c[0][0], c[0][1]], ["**dog**", c[1][0], c[1][1]]]
-    return (f"Seed 0 on {_gpu_name(data)}: rows are the true class, columns the prediction.\n\n"
+    return (f"Seed 0 on {machine_title(data)}: rows are the true class, columns the prediction.\n\n"
             + table(["", "predicted cat", "predicted dog"], rows))
 
 
@@ -82,7 +76,7 @@ def _throughput_table(slug: str, data: dict) -> str:
                   f"{fmt_time(r1['median_s'])} then {fmt_time(r1['second_median_s'])}, synthetic "
                   f"{fmt_time(r0['median_s'])} then {fmt_time(r0['second_median_s'])}; the means count)")
     verdict = lambda ok: "met" if ok else "missed"  # noqa: E731
-    head = (f"**{_gpu_name(data)}**, batch {tp['batch_size']} at {tp['img_size']} px{over}: "
+    head = (f"**{machine_title(data)}**, batch {tp['batch_size']} at {tp['img_size']} px{over}: "
             f"a step on real photos takes **{ratio:.3f}x** the time of a step on synthetic "
             f"data{orders}; {fmt_num(real)} images/s is {vs}**{real / reported:.1f}x** the "
             f"{fmt_num(reported)} images/s of the reference measurement of that pipeline "
@@ -98,7 +92,7 @@ def _throughput_table(slug: str, data: dict) -> str:
 def _decode_table(slug: str, data: dict) -> str:
     d = data["decode"]
     rows = [[r["name"], fmt_num(r["images_per_s"]), r.get("note", "")] for r in d["rows"]]
-    return (f"**{_gpu_name(data)}**: {d['n']:,} JPEGs (short side 160 px) read into memory first; "
+    return (f"**{machine_title(data)}**: {d['n']:,} JPEGs (short side 160 px) read into memory first; "
             f"decoding the whole data set for training took {d['load_s_seed0']:.2f} s.\n\n"
             + table(["decoder", "images/s", "what"], rows, align="lrl"))
 
@@ -114,10 +108,6 @@ def _cpu_vs_gpu(slug: str, data: dict) -> str:
             f"{cpu['threads']} threads, {cpu['precision']} (one step: fp32 {fmt_time(cpu['step_s_fp32'])}, "
             f"bf16 {fmt_time(cpu['step_s_bf16'])}){note}. **The GPU epoch is {c['ratio']:.{0 if c['ratio'] >= 10 else 1}f}x faster.**\n\n"
             + table(["", "epoch time", "images/s"], rows))
-
-
-def _svg(fig) -> str:
-    return pages.svg(fig)
 
 
 @pages.renderer(NAME, "curves")
@@ -141,9 +131,8 @@ def _curves(slug: str, data: dict) -> str:
     b.legend()
     for ax in (a, b):
         ax.grid(alpha=0.3)
-    fig.suptitle(f"Cats vs dogs from scratch, seed 0, on {_gpu_name(data)}, "
-                 f"{data['machine']['date'][:10]}")
-    return _svg(fig)
+    fig.suptitle(f"Cats vs dogs from scratch, seed 0, on {plot_title(data)}")
+    return pages.svg(fig)
 
 
 @pages.renderer(NAME, "grid")
@@ -152,7 +141,7 @@ def _grid(slug: str, data: dict) -> str:
     if not b64:
         return ""
     return (f'<img src="data:image/jpeg;base64,{b64}" alt="Validation photos with the predictions '
-            f'of the network trained on {_gpu_name(data)}" style="max-width:100%">\n\n'
+            f'of the network trained on {machine_title(data)}" style="max-width:100%">\n\n'
             "Green: right; red and framed: wrong. The percentage is the network's probability for its answer.")
 
 
@@ -165,7 +154,7 @@ def _profile(slug: str, data: dict) -> str:
     step = step_times(tp["rows"])[0]
     rows = [[kind, fmt_time(s), f"{100 * s / p['gpu_time_per_step_s']:.0f} %"] for kind, s in p["by_kind"]]
     rows.append(["**all kernels of one step (GPU busy)**", f"**{fmt_time(p['gpu_time_per_step_s'])}**", "100 %"])
-    return (f"**{_gpu_name(data)}**, one training step on a synthetic batch of {tp['batch_size']}, "
+    return (f"**{machine_title(data)}**, one training step on a synthetic batch of {tp['batch_size']}, "
             f"from `torch.profiler` ({p['steps']} steps): {p['kernels_per_step']:.0f} kernels per step. "
             f"The same step takes **{fmt_time(step)}** of wall-clock time per step in a loop (the "
             f"mean of the two timings of the throughput table), so the GPU is busy "
@@ -185,7 +174,7 @@ def _sweep(slug: str, data: dict) -> str:
         change = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["changes"].items()) or "(base)"
         rows.append([f"`{r['name']}`", change, len(r["seeds"]), f"**{100 * r['val_acc_mean']:.1f} %**",
                      f"{100 * r['val_acc_min']:.1f} - {100 * r['val_acc_max']:.1f} %", fmt_time(r["median_s"])])
-    head = (f"**{_gpu_name(data)}**: each variant changes the base recipe (learning rate {base['lr']}, no "
+    head = (f"**{machine_title(data)}**: each variant changes the base recipe (learning rate {base['lr']}, no "
             f"weight average, {base['epochs']} epochs, width {base['width']}, label smoothing "
             f"{base['label_smoothing']}, crops from {int(100 * base['crop_scale'])} % of the area) and is "
             f"trained once per seed on the same decoded photos. {s['how']}.\n\n")

@@ -1,0 +1,364 @@
+"""A training run around the epoch loop: data, model, resume, DDP, Ctrl-C, checkpoints, report.
+
+:func:`~gpukit.cats_vs_dogs.loop.fit` makes a :class:`Run` and hands the loop its batches and
+its hooks. Under ``torchrun --nproc_per_node=N`` each process holds the decoded photos, takes
+its share of each epoch's shuffled indices, and DistributedDataParallel averages the gradients
+across processes after every backward pass. Ctrl-C (SIGINT) or SIGTERM finishes the current
+step, saves a checkpoint and raises :class:`Interrupted`; ``--resume`` continues from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import data as D
+from .checkpoint import CheckpointWriter, check_resumable, load_checkpoint, restore, snapshot
+from .loop import (EMA, TrainConfig, Training, autocast, evaluate, lr_factor, memory_batches, pick_device,
+                   prefetched, resolve_precision, split_batches, stream_batches, sync)
+from .model import build_model, count_params
+
+#: Above this many bytes of decoded training photos, ``data_mode="auto"`` streams them.
+STREAM_ABOVE = 8 * 2**30
+
+
+class Interrupted(Exception):
+    """Ctrl-C: a checkpoint was saved; the run can continue with ``--resume``."""
+
+    def __init__(self, path: str, epoch: int, step: int):
+        super().__init__(f"interrupted: checkpoint saved to {path} after {epoch} complete epoch(s)"
+                         f"{f' and {step} step(s) of the next' if step else ''}; "
+                         "continue with --resume")
+        self.path, self.epoch, self.step = path, epoch, step
+
+
+class Dist:
+    """This process's place in a torchrun job (rank 0 of 1 when not under torchrun)."""
+
+    def __init__(self, device_name: str):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.device = pick_device(device_name)
+        if self.world > 1:
+            import torch.distributed as dist
+            if self.device.type == "cuda":
+                self.device = torch.device("cuda", self.local_rank)
+                torch.cuda.set_device(self.device)
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+        elif self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self):
+        if self.world > 1:
+            import torch.distributed as dist
+            dist.barrier()
+
+    def any(self, flag: bool) -> bool:
+        """True on every process when ``flag`` is true on any of them."""
+        if self.world == 1:
+            return flag
+        import torch.distributed as dist
+        t = torch.tensor([int(flag)], device=self.device if self.device.type == "cuda" else "cpu")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def share_buffers(self, model: nn.Module):
+        """Every process takes process 0's buffers (BatchNorm's running statistics)."""
+        if self.world > 1:
+            import torch.distributed as dist
+            for b in model.buffers():
+                dist.broadcast(b, 0)
+
+    def close(self):
+        if self.world > 1:
+            import torch.distributed as dist
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+class Progress:
+    """A one-line progress bar on a terminal; nothing per step when output is a file."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+
+    def update(self, epoch: int, epochs: int, step: int, steps: int):
+        if self.enabled:
+            done = int(20 * step / steps)
+            sys.stderr.write(f"\repoch {epoch}/{epochs} [{'#' * done}{'.' * (20 - done)}] "
+                             f"{step}/{steps}")
+            sys.stderr.flush()
+
+    def clear(self):
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def weights_digest(model: nn.Module) -> str:
+    """sha256 of every parameter and buffer: equal on all processes of a healthy DDP run."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _seed_for(*parts: int) -> int:
+    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:7], "little")
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+class Run:
+    """One call of :func:`~gpukit.cats_vs_dogs.loop.fit`: everything around the epoch loop.
+
+    :meth:`setup` loads the data, builds the model, optimiser and schedule (and resumes them
+    from the checkpoint with ``--resume``); :meth:`batches` gives each epoch's batches;
+    :meth:`guard` handles Ctrl-C and the checkpoint writer while the loop runs, and the hooks
+    (:meth:`after_step`, :meth:`steps_done`, :meth:`after_epoch`) are what the loop calls;
+    :meth:`report` is the final evaluation; :meth:`close` leaves the torchrun job.
+    """
+
+    def __init__(self, cfg: TrainConfig, *, log=print):
+        self.cfg = cfg.resolved()
+        self.dist = Dist(self.cfg.device)
+        self.dev = self.dist.device
+        self.say = log if self.dist.main else (lambda *a, **k: None)
+        self.stop = False  # set by Ctrl-C or SIGTERM
+
+    def close(self):
+        self.dist.close()
+
+    # ----------------------------------------------------------------- before the loop
+
+    def setup(self, stores=None) -> Training:
+        """Data, model, optimiser, schedule, weight average; resumed from the checkpoint if asked."""
+        cfg, dist, dev, say = self.cfg, self.dist, self.dev, self.say
+        self.precision = resolve_precision(cfg.precision, dev)
+        amp = autocast(dev, self.precision)
+        if dev.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        state = None
+        if cfg.resume and not Path(cfg.out).exists():
+            say(f"--resume: no checkpoint at {cfg.out} yet, starting from scratch")
+        elif cfg.resume:
+            state = load_checkpoint(cfg.out)
+            check_resumable(state, cfg)
+        self.resumed = state is not None
+        self._load_data(stores)
+
+        # Model, optimiser, schedule.
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg.width, pretrained=cfg.pretrained).to(dev, memory_format=torch.channels_last)
+        per_rank = max(1, cfg.batch_size // dist.world)
+        self.shard = self.n_train // dist.world
+        self.per_rank = per_rank = min(per_rank, self.shard)
+        self.steps = steps = max(1, self.shard // per_rank)
+        total_steps = cfg.epochs * steps
+        warmup = max(1, int(cfg.warmup * total_steps))
+        lr = cfg.lr * (per_rank * dist.world) / 256
+        decay, no_decay = [], []
+        for p in model.parameters():
+            (no_decay if p.ndim <= 1 else decay).append(p)
+        opt = torch.optim.SGD([{"params": decay, "weight_decay": cfg.weight_decay},
+                               {"params": no_decay, "weight_decay": 0.0}],
+                              lr=lr, momentum=cfg.momentum, nesterov=True)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total_steps, warmup))
+        t = Training(model=model, net=model, opt=opt, sched=sched,
+                     criterion=nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing), amp=amp,
+                     ema=EMA(model, cfg.ema) if cfg.ema else None, val=self.val, device=dev,
+                     epochs=cfg.epochs, eval_size=cfg.eval_size, eval_every=cfg.eval_every,
+                     processes=dist.world)
+        if state is not None:
+            restore(t, state)
+            say(f"resumed from {cfg.out}: {t.start_epoch} complete epoch(s)"
+                f"{f' + {t.start_step} step(s)' if t.start_step else ''}")
+        if dist.world > 1:
+            t.net = nn.parallel.DistributedDataParallel(
+                model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        if cfg.compile:
+            t.net = torch.compile(t.net)
+        self.gen = torch.Generator(device=dev)
+        say(f"model: CatDogNet width {cfg.width}, {count_params(model) / 1e6:.2f} M parameters"
+            if not cfg.pretrained else "model: ResNet-18, ImageNet weights")
+        say(f"training {cfg.epochs} epochs x {steps} steps of {per_rank} x {dist.world} process(es), "
+            f"{self.precision}, lr {lr:.3g}, on {dev}")
+        self.training = t
+        return t
+
+    def _load_data(self, stores):
+        """Decode the photos once and keep them as uint8 on the device (or stream the training set)."""
+        cfg, dev = self.cfg, self.dev
+        t0 = time.perf_counter()
+        self.stream_skipped: list[int] = []
+        if stores is None:
+            ds = D.find_dataset(cfg.data, val_fraction=cfg.val_fraction, seed=cfg.seed)
+            train_split = D.limit(ds.train, cfg.limit, cfg.seed)
+            val_split = D.limit(ds.val, cfg.limit, cfg.seed)
+            if cfg.data_mode not in ("auto", "memory", "stream"):
+                raise ValueError(f"data_mode must be auto, memory or stream, not {cfg.data_mode!r}")
+            stream = cfg.data_mode == "stream" or (
+                cfg.data_mode == "auto" and D.store_bytes(len(train_split), cfg.store_size) > STREAM_ABOVE)
+            if stream:
+                train, bad = None, []
+            else:
+                train, bad = D.build_store(train_split, cfg.store_size, dev, cfg.workers or None)
+            val, bad_val = D.build_store(val_split, cfg.store_size, dev, cfg.workers or None)
+            skipped = bad + bad_val
+            layout = ds.layout + (", streamed" if stream else "")
+        else:
+            train, val, skipped = stores
+            train_split, stream, layout = None, False, "given"
+        self.train, self.val, self.skipped = train, val, skipped
+        self.train_split, self.stream = train_split, stream
+        self.n_train = len(train_split) if stream else len(train)
+        sync(dev)
+        self.load_s = time.perf_counter() - t0
+        if skipped:
+            self.say(D.skipped_warning(skipped))
+        self.say(f"data: {self.n_train} training and {len(val)} validation photos ({layout}), decoded to "
+                 f"{cfg.store_size}x{cfg.store_size} in {self.load_s:.2f} s, kept on {dev}")
+
+    def batches(self, epoch: int, first: int):
+        """Epoch ``epoch``'s training batches from step ``first`` on, augmented a chunk ahead.
+
+        The order is a seeded shuffle, the same on every process, which takes its own share.
+        """
+        cfg, dist, dev = self.cfg, self.dist, self.dev
+        g = torch.Generator().manual_seed(_seed_for(cfg.seed, epoch))
+        perm = torch.randperm(self.n_train, generator=g)[dist.rank * self.shard:(dist.rank + 1) * self.shard]
+        self.stream_skipped.clear()
+        if self.stream:
+            chunks = stream_batches(self.train_split, perm, first, self.steps, self.per_rank, cfg, dev,
+                                    self.stream_skipped)
+        else:
+            chunks = memory_batches(self.train, perm.to(dev), first, self.steps, self.per_rank,
+                                    chunk=max(1, cfg.chunk_images // self.per_rank))
+        self.gen.manual_seed(_seed_for(cfg.seed, epoch, dist.rank, first))
+
+        def prepare(images, labels):
+            return D.augment(images, cfg.img_size, self.gen, scale=(cfg.crop_scale, 1.0),
+                             jitter=cfg.jitter), labels
+        return split_batches(prefetched(chunks, prepare, dev), self.per_rank)
+
+    # ----------------------------------------------------------------- while the loop runs
+
+    @contextmanager
+    def guard(self):
+        """Ctrl-C (SIGINT) or SIGTERM (what torchrun and batch schedulers send) sets a flag: the
+        hooks finish the current step, save and stop; a second Ctrl-C stops at once. On the way
+        out, the last checkpoint is complete on disk and the signal handlers are put back."""
+        def on_signal(signum, frame):
+            if self.stop and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self.stop = True
+
+        old_handlers = ({s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+                        if _main_thread() else {})
+        self.writer = CheckpointWriter(self.cfg.out)
+        self.check_every = 1 if self.dist.world == 1 else 8  # under DDP the check is a collective
+        self.progress = Progress(self.cfg.progress and self.dist.main)
+        try:
+            yield
+        finally:
+            self.progress.clear()
+            self.writer.close()  # the last checkpoint is complete on disk before fit() returns or raises
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
+
+    def after_step(self, epoch: int, step: int, started: float):
+        """The progress bar; after Ctrl-C, a checkpoint of this step and :class:`Interrupted`."""
+        cfg, dist = self.cfg, self.dist
+        self.progress.update(epoch + 1, cfg.epochs, step, self.steps)
+        if step % self.check_every == 0 and step < self.steps and dist.any(self.stop):
+            self.progress.clear()
+            sync(self.dev)
+            self.training.trained_s += time.perf_counter() - started
+            if dist.main:
+                self.writer.submit(snapshot(self.training, cfg, epoch, step, dist.world))
+                self.writer.close()
+            dist.barrier()
+            raise Interrupted(cfg.out, epoch, step)
+
+    def steps_done(self, epoch: int):
+        self.progress.clear()
+        self.dist.share_buffers(self.training.model)  # the same BatchNorm statistics everywhere
+        if epoch == self.training.start_epoch and sum(self.stream_skipped):
+            self.say(f"warning: skipped {sum(self.stream_skipped)} unreadable training file(s)")
+
+    def after_epoch(self, epoch: int, row: dict):
+        """A checkpoint (written in the background) and a line of output; after Ctrl-C, stop."""
+        cfg, dist = self.cfg, self.dist
+        if dist.main:
+            self.writer.submit(snapshot(self.training, cfg, epoch + 1, 0, dist.world))
+            self.say(f"epoch {epoch + 1:>3}/{cfg.epochs}  loss {row['train_loss']:.4f}  "
+                     f"train acc {row['train_acc']:.3f}  "
+                     + (f"val loss {row['val_loss']:.4f}  val acc {row['val_acc']:.3f}  "
+                        if "val_acc" in row else "")
+                     + f"{row['images_per_s']:,.0f} img/s  {row['seconds']:.2f} s")
+        dist.barrier()
+        if dist.any(self.stop) and epoch + 1 < cfg.epochs:
+            raise Interrupted(cfg.out, epoch + 1, 0)
+
+    # ----------------------------------------------------------------- after the loop
+
+    def report(self, t: Training, t_start: float) -> dict:
+        """The final evaluation (with mirror averaging unless ``tta`` is off), as a plain dict."""
+        cfg, dist = self.cfg, self.dist
+        final_model = t.kept_model()
+        final = evaluate(final_model, t.val, cfg.eval_size, amp=t.amp, tta=cfg.tta)
+        timed = [h for h in t.history if not h.get("partial")]
+        steady = [h["images_per_s"] for h in timed[1:]] or [h["images_per_s"] for h in timed]
+        report = {
+            "val_acc": final["acc"], "val_loss": final["loss"], "confusion": final["confusion"],
+            "tta": cfg.tta, "classes": list(D.CLASSES), "epochs": cfg.epochs,
+            "wall_s": time.perf_counter() - t_start, "load_s": self.load_s, "train_s": t.trained_s,
+            "images_per_s": sorted(steady)[len(steady) // 2] if steady else None,
+            "n_train": self.n_train, "n_val": len(t.val),
+            "skipped": len(self.skipped) + sum(self.stream_skipped),  # streamed: the last epoch's count
+            "history": t.history, "precision": self.precision, "device": str(self.dev),
+            "world_size": dist.world, "params": count_params(t.model), "config": dataclasses.asdict(cfg),
+            "checkpoint": cfg.out, "digest": weights_digest(t.model), "resumed": self.resumed,
+        }
+        if dist.world > 1:
+            print(f"rank {dist.rank} weights sha256 {report['digest']}", flush=True)
+        report["model"] = final_model
+        report["val_store"] = t.val
+        return report
+
+
+def format_report(r: dict) -> str:
+    c = r["confusion"]
+    lines = [
+        f"validation accuracy {100 * r['val_acc']:.2f} % on {r['n_val']} photos"
+        f"{' (photo + mirror image averaged)' if r['tta'] else ''}",
+        "confusion matrix (rows: true class, columns: predicted)",
+        f"{'':>8}{'cat':>8}{'dog':>8}",
+        f"{'cat':>8}{c[0][0]:>8}{c[0][1]:>8}",
+        f"{'dog':>8}{c[1][0]:>8}{c[1][1]:>8}",
+        f"wall time {r['wall_s']:.2f} s (data loading {r['load_s']:.2f} s, training {r['train_s']:.2f} s"
+        f"{' over all sessions' if r.get('resumed') else ''}), "
+        f"{(r['images_per_s'] or 0):,.0f} training images/s",
+        f"checkpoint: {r['checkpoint']}",
+    ]
+    return "\n".join(lines)
