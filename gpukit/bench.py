@@ -8,7 +8,7 @@ The rules this module enforces:
   (numba, CuPy or torch), after a warm-up, many times; the median is reported
   with min and max;
 * next to each event time, the **host time** of the call is recorded: an asynchronous launch
-  returns long before the GPU is done, so a host time close to the event time means the host
+  returns long before the GPU is done, so a host time of half the event time or more means the host
   was blocked inside the timed region (a hidden synchronisation, a copy) or that launching
   costs as much as the work; such a row is flagged ``host_bound``. For kernels of a few
   microseconds, ``batch=K`` times K launches back to back between one pair of events;
@@ -30,8 +30,9 @@ from . import device
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
 
-#: a row whose host time per call reaches this fraction of its event time is ``host_bound``
-HOST_BOUND_FRACTION = 0.9
+#: a row whose host time per call reaches this fraction of its event time is ``host_bound``: an
+#: asynchronous launch of real work returns in a few microseconds, far below its event time
+HOST_BOUND_FRACTION = 0.5
 
 
 @dataclass
@@ -156,7 +157,7 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
     Give ``bytes`` (moved through memory) or ``flops`` to get GB/s or TFLOP/s.
 
     With events, the host time of each timed call is recorded too (``host_median_s``), and a
-    row where it nearly equals the event time is flagged ``host_bound``. ``batch=K`` runs K
+    row where it reaches half the event time or more is flagged ``host_bound``. ``batch=K`` runs K
     calls back to back between one pair of events and reports their time divided by K: for
     kernels of a few microseconds, where a pair of events per call times the launch gaps.
     """

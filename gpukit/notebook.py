@@ -22,7 +22,7 @@ import types
 from pathlib import Path
 
 from . import device
-from .results import PROJECT
+from .results import PROJECT, code_record
 
 
 
@@ -115,7 +115,8 @@ def execute(path: str | Path, argv: list[str] | None = None) -> dict:
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
             "language_info": {"name": "python", "version": machine["python"]},
             "gpukit": {"source": f"examples/{path.name}", "source_sha256": source_digest(text),
-                       "argv": argv or [], "seconds": seconds, "machine": machine},
+                       "argv": argv or [], "seconds": seconds, "machine": machine,
+                       "code": code_record()},
         },
         "nbformat": 4, "nbformat_minor": 4,  # 4.4: cells without ids are valid
     }

@@ -107,7 +107,7 @@ def host_bound_note(rows: list[dict]) -> str:
     """The note under a table with host-bound rows (``gpukit.bench`` flags them), else ``""``."""
     if not any(r.get("host_bound") for r in rows):
         return ""
-    return ("\n\n† Host-bound: the host was busy for at least 90 % of this row's event time "
+    return ("\n\n† Host-bound: the host was busy for at least half of this row's event time "
             "(a call that blocks, or a launch as long as the kernel), so the row times the host "
             "more than the GPU.")
 

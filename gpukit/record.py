@@ -152,7 +152,7 @@ def _results(args) -> int:
     body.append(["**total**", "", f"{total:.1f} s", ""])
     print()
     print(table(["step", "result", "time", "note"], body, align="llrl"))
-    if not args.only:  # a complete run: record how long the whole command took
+    if not (args.only or args.no_examples or args.no_benchmarks):  # a complete run: its total time
         results.save("results_run", {"run": {
             "n": len(rows), "total_s": total,
             "rows": [{"name": name, "median_s": s, "result": status, "error": err}

@@ -43,7 +43,8 @@ def _hits(pages, pattern):
 
 
 def test_no_literal_sphinx_roles(built):
-    assert not _hits(built, SPHINX_ROLE)
+    prose = {name: re.sub(r"<pre.*?</pre>", "", html, flags=re.S) for name, html in built.items()}
+    assert not _hits(prose, SPHINX_ROLE)      # code blocks may quote docstrings as they are
 
 
 def test_no_markdown_table_left_as_raw_pipes(built):

@@ -134,7 +134,7 @@ def render_tensor_cores(slug: str, data: dict) -> str:
     if best and fp32:
         rows.append([f"best hand-written fp32 kernel (`{best['name']}`)", _tf(best["tflops"]),
                      f"{best['tflops'] / fp32['tflops']:.1f}x", f"{best['max_err']:.1e}"])
-    return pages.table(["cuBLAS via torch", "TFLOP/s", "vs fp32", "max error / (|A| @ |B|)"],
+    return pages.table(["cuBLAS via torch", "TFLOP/s", "vs fp32", "max error / (\\|A\\| @ \\|B\\|)"],
                         rows)
 
 
