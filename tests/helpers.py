@@ -64,3 +64,11 @@ def cpu_results_file(target: str, args: list, name: str, root) -> dict:
     """Run a chapter's benchmark without a GPU in a fresh process and save it under ``root``
     as ``name``; returns what was saved (as JSON reads it back)."""
     return run_without_gpu("tests.helpers:_run_and_save", target, list(args), name, str(root))
+
+
+def build_site(out) -> None:
+    """``mkdocs build --strict`` of the project into ``out``; fails the calling test on an error."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,14 +6,11 @@ Sphinx roles (``:func:`` from docstrings), a Markdown table left as raw pipes (a
 (``loss ...``, ``(... %)``, ``<this repository>``).
 """
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import build_site
 
 pytest.importorskip("mkdocs", reason="the docs toolchain is not installed (pip install -e '.[docs]')")
 
@@ -26,10 +23,7 @@ PLACEHOLDER = re.compile(r"\.\.\.\s*(?:%|M parameters)|\bloss\s+\.\.\.|&lt;this 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("built")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    build_site(out)
     pages = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
              for p in sorted(out.rglob("index.html"))
              if not p.relative_to(out).as_posix().startswith(("assets/", "search/"))}

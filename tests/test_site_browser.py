@@ -11,14 +11,12 @@ import functools
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, build_site
 
 CHROMIUM = os.environ.get("GPUKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
@@ -34,10 +32,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 def site(tmp_path_factory):
     """Build the site strictly and serve it on 127.0.0.1 for the module's tests."""
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    build_site(out)
     handler = functools.partial(_QuietHandler, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

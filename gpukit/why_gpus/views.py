@@ -196,15 +196,18 @@ def _register() -> None:
                 present = [b for b in names if _at(part, b)]   # two narrower tables, not one too wide
                 if not present:
                     continue
-                rows = []
+                rows, timed = [], []
                 for s in szs:
                     row = [f"{s:,}"]
                     for b in present:
                         r = _at(part, b, s)
-                        row.append(fmt_time(r["median_s"]) if r else "-")
+                        timed += [r] if r else []
+                        row.append(fmt_time(r["median_s"]) + (" †" if r.get("host_bound") else "")
+                                   if r else "-")
                     rows.append(row)
                 out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
-                           + table(["elements"] + [SHORT[b] for b in present], rows))
+                           + table(["elements"] + [SHORT[b] for b in present], rows)
+                           + pages.host_bound_note(timed))
             for e in part.get("errors", []):
                 out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
         return "\n\n".join(out)
