@@ -1,19 +1,28 @@
 """Cloud and buying chapter: data schema, memory formulas against hand-computed cases, advisor CLI."""
 
 import copy
+import datetime as dt
 import json
+import logging
+import re
 import subprocess
 import sys
 
 import pytest
 
 from gpukit import pages
-from gpukit.cloud import advisor, data, views as render
+from gpukit.cloud import advisor, data, machines, models, views as render
 from gpukit.cloud.advisor import AdviceError, Workload, estimate
 from tests.helpers import ROOT, assert_one_line_error
 
-FAMILIES = {"P6-B200", "P5", "P5e", "P5en", "P4d", "P4de", "G6e", "G6", "G5", "G5g", "G4dn", "G4ad",
-            "Inf2", "Trn1", "Trn2"}
+FAMILIES = {"P6-B200", "P6-B300", "P6e-GB200", "P5", "P5e", "P5en", "P4d", "P4de", "G7e", "G7", "G6e", "G6",
+            "G6f", "Gr6f", "G5", "G5g", "G4dn", "G4ad", "Inf2", "Trn1", "Trn1n", "Trn2", "Trn2 UltraServer", "Trn3"}
+#: every on-demand price the AWS price-list snapshot (generated 2026-07-20, us-east-1) has for our rows
+PRICE_LIST = {"g4ad.xlarge": 0.37853, "g4ad.16xlarge": 3.468, "g4dn.xlarge": 0.526, "g4dn.12xlarge": 3.912,
+              "g5.xlarge": 1.006, "g5.12xlarge": 5.672, "g5.48xlarge": 16.288, "g5g.xlarge": 0.42,
+              "g5g.16xlarge": 2.744, "g6e.48xlarge": 30.13118, "inf2.xlarge": 0.7582, "inf2.48xlarge": 12.98127,
+              "p4d.24xlarge": 21.957642, "p5en.48xlarge": 63.296, "trn1.2xlarge": 1.34375, "trn1.32xlarge": 21.5,
+              "g6f.large": 0.202, "g7e.48xlarge": 33.14432, "p6-b300.48xlarge": 142.416, "trn1n.32xlarge": 24.78}
 
 
 def advise(*args):
@@ -36,6 +45,36 @@ def test_at_least_twelve_gpu_models():
     assert len({g["key"] for g in data.gpus()}) == len(data.gpus())
 
 
+def test_every_price_the_price_list_has_is_filled_with_its_generation_date():
+    rows = {r["name"]: r for r in data.instances()}
+    for name, price in PRICE_LIST.items():
+        assert rows[name]["price_per_hour"] == pytest.approx(price), name
+        assert "karpenter-provider-aws" in rows[name]["price_source"] and rows[name]["price_date"] == "2026-07-20"
+    assert data.prices_generated() == "2026-07-20"
+    for r in rows.values():
+        if r["price_per_hour"] is None:  # only rows the price list has no on-demand price for
+            assert "no on-demand price" in r["note"] or "no Trn3 price" in r["note"], r["name"]
+
+
+def test_every_gpu_an_instance_names_has_an_entry():
+    for r in data.instances():
+        assert r["gpu"] and data.gpu(r["gpu"]) is not None, r["name"]
+        assert r["stack"] == data.gpu(r["gpu"])["stack"] or r["stack"] == "none", r["name"]
+
+
+def test_newest_cards_and_filled_gaps():
+    for key in ("a10g", "rtx-5060-ti-16", "rtx-5070-ti", "rtx-5080", "rtx-5090", "rtx-pro-6000", "h200-nvl",
+                "h100-pcie", "h100-nvl", "b300", "mi300x"):
+        assert data.gpu(key), key
+    b200 = data.gpu("b200")
+    assert b200["bandwidth_gbs"] and b200["bf16_tflops"] and b200["tf32_tflops"] and b200["power_w"]
+    assert {c["field"] for c in b200["conflicts"]} >= {"memory_gb"}  # 180 vs 192 GB, both kept with sources
+    assert data.gpu("rtx-4090")["bf16_tflops"] == 165.2 and data.gpu("rtx-4090")["tf32_tflops"] == 82.6
+    trn2 = next(r for r in data.instances() if r["name"] == "trn2.48xlarge")
+    assert trn2["accelerator_memory_gib"] == 16 * 96 and trn2["network"]
+    assert data.gpu("mi300x")["stack"] == "rocm" and "CUDA" in data.gpu("mi300x")["note"]
+
+
 def test_shipped_data_passes_the_schema():
     assert data.validate_instances(data.instances_doc()) == []
     assert data.validate_gpus(data.gpus_doc()) == []
@@ -53,7 +92,8 @@ def test_every_null_is_explained_and_every_price_has_a_source():
 
 @pytest.mark.parametrize("field, value, message", [
     ("source", None, "source"), ("retrieved", "last week", "retrieved"),
-    ("vcpus", -4, "positive"), ("price_per_hour", 0, "positive"), ("category", "mining", "category")])
+    ("vcpus", -4, "positive"), ("price_per_hour", 0, "positive"), ("category", "mining", "category"),
+    ("stack", "opencl", "stack"), ("price_date", None, "price_date"), ("price_date", "July", "price_date")])
 def test_schema_rejects_bad_instance_rows(field, value, message):
     doc = copy.deepcopy(data.instances_doc())
     doc["instances"][0][field] = value
@@ -74,8 +114,12 @@ def test_schema_rejects_missing_number_and_unexplained_null():
 def test_sparse_numbers_are_not_stored_as_dense():
     h100 = data.gpu("h100-sxm")
     assert h100["bf16_tflops"] < 1000 and "sparsity" in h100["note"]
+    # a sparse figure stored as dense would double the tensor/FP32 ratio; data-centre Blackwell parts have a
+    # higher dense ratio (about 28-30) than anything before them, so they get their own bound
+    blackwell = {"b200", "b300", "gb200"}
     assert all(g["bf16_tflops"] is None or g["bf16_tflops"] <= 20 * g["fp32_tflops"] for g in data.gpus()
-               if g["fp32_tflops"])
+               if g["fp32_tflops"] and g["key"] not in blackwell)
+    assert all(data.gpu(k)["bf16_tflops"] <= 32 * data.gpu(k)["fp32_tflops"] for k in blackwell)
 
 
 # ------------------------------------------------------------------ formulas, hand-computed
@@ -108,6 +152,36 @@ def test_grouped_query_attention_shrinks_the_kv_cache():
     assert term(e, "KV cache") == 2 * 32 * 8 * 128 * 8192 * 4 * 2
 
 
+def test_quantised_weights_keep_a_16_bit_kv_cache():
+    """Llama-3-70B with int4 weights at a 128K context: the cache is 42.9 GB, not a quarter of it."""
+    e = estimate(Workload.from_preset("llama-3-70b", precision="int4", seq=131072))
+    assert term(e, "KV cache") == 2 * 80 * 8 * 128 * 131072 * 2
+    assert term(e, "KV cache") / 1e9 == pytest.approx(42.9, abs=0.05)
+    for precision in ("int8", "fp8", "int4", "bf16"):
+        assert Workload.from_preset("llama-3-8b", precision=precision).kv_bytes == 2
+    assert Workload.from_preset("llama-3-8b", precision="fp32").kv_bytes == 4
+    fp8_cache = estimate(Workload.from_preset("llama-3-70b", precision="int4", seq=131072, kv_precision="fp8"))
+    assert term(fp8_cache, "KV cache") == term(e, "KV cache") / 2
+
+
+def test_the_p5_4xlarge_does_not_hold_llama_3_70b_int4_at_128k():
+    e = estimate(Workload.from_preset("llama-3-70b", precision="int4", seq=131072))
+    opts, _ = machines.options(e, meas={})
+    names = {o.name for o in opts}
+    assert "p5.4xlarge" not in names and e.total_gb * advisor.HEADROOM > 80 * advisor.GIB / advisor.GB
+    assert "p5.48xlarge" in names
+
+
+def test_parameter_counts_from_configs_match_the_published_ones():
+    for name, pub in models.PUBLISHED.items():
+        total, active = models.count_params(models.PRESETS[name])
+        assert total == pytest.approx(pub["total"], rel=0.005), name
+        if "active" in pub:
+            assert active == pytest.approx(pub["active"], rel=0.005), name
+    w = Workload.from_preset("mixtral-8x7b")
+    assert w.params > 3 * w.active_params and "active" in advisor.describe(w)
+
+
 def test_lora_counts_frozen_base_and_small_adapter():
     e = estimate(Workload.from_preset("llama-2-7b", task="lora", precision="bf16", lora_rank=16))
     assert term(e, "frozen base weights") == 6.74e9 * 2
@@ -130,69 +204,180 @@ def test_rules_of_thumb_within_ten_percent():
 
 @pytest.mark.parametrize("kw", [dict(params=-1), dict(params=1e15), dict(params=7e9, precision="fp12"),
                                 dict(params=7e9, task="pretrain"), dict(params=7e9, seq=0, layers=2, hidden=64),
-                                dict(params=7e9, task="inference")])
+                                dict(params=7e9, task="inference"), dict(params=1e-3, task="full"),
+                                dict(params=7e9, layers=32, hidden=4096, heads=32, kv_heads=3),
+                                dict(params=7e9, layers=32, hidden=4096, heads=32, kv_heads=1000),
+                                dict(params=7e9, layers=32, hidden=4096, kv_precision="int3")])
 def test_bad_workloads_raise(kw):
     with pytest.raises(AdviceError):
         estimate(Workload(**kw))
 
 
+def test_a_preset_refuses_another_models_parameter_count():
+    with pytest.raises(AdviceError, match="does not match llama-3-8b"):
+        Workload.from_preset("llama-3-8b", params=70e9)
+    assert Workload.from_preset("llama-3-8b", params=8e9).params == 8e9  # rounding the count is fine
+
+
 # ------------------------------------------------------------------ fit and cost
 
-def test_options_fit_sort_and_cost():
-    e = estimate(Workload.from_preset("llama-2-7b", seq=4096))
-    opts = advisor.options(e, flops=1e18, efficiency=0.5)
-    aws = [o for o in opts if o.kind == "aws"]
+def test_options_fit_sort_and_training_cost():
+    e = estimate(Workload.from_preset("llama-2-7b", task="lora", seq=4096))
+    opts, _ = machines.options(e, flops=1e18, meas={})
+    aws, unpriced = machines.ranked(opts, "aws")
     assert aws and all(o.memory_gb >= e.total_gb * advisor.HEADROOM for o in opts)
-    prices = [o.price_per_hour for o in aws if o.price_per_hour]
-    assert prices == sorted(prices)
+    assert [o.price_per_hour for o in aws] == sorted(o.price_per_hour for o in aws)
     h100 = next(o for o in aws if o.name == "p5.4xlarge")
-    assert h100.hours == pytest.approx(1e18 / (989.5e12 * 0.5) / 3600)
+    assert h100.hours == pytest.approx(1e18 / (989.5e12 * machines.DEFAULT_EFFICIENCY) / 3600)
     assert h100.cost == pytest.approx(h100.hours * 6.88)
     big = estimate(Workload.from_preset("llama-3-70b", task="full"))
-    gpus = [o for o in advisor.options(big) if o.kind == "gpu"]
-    assert all(o.count <= advisor.MAX_GPUS for o in gpus) and all(o.memory_gb >= 80 for o in gpus)
+    gpus = [o for o in machines.options(big, meas={})[0] if o.kind == "gpu"]
+    assert all(o.count <= machines.MAX_GPUS for o in gpus) and all(o.memory_gb >= 80 for o in gpus)
 
 
-def test_efficiency_defaults_then_reads_our_matmul_results(tmp_path):
-    ratio, src = advisor.measured_efficiency("bf16", root=tmp_path)
-    assert ratio == advisor.DEFAULT_EFFICIENCY and src.startswith("ASSUMPTION")
+def test_ranking_by_real_price_with_unpriced_rows_apart():
+    e = estimate(Workload.from_preset("llama-3-70b", seq=4096))  # ~170 GB in bf16
+    aws, unpriced = machines.ranked(machines.options(e, meas={})[0], "aws")
+    names = [o.name for o in aws]
+    # once the price list fills g5.48xlarge, p4d and g6e.48xlarge, they rank below p6-b200 ($113.93/h)
+    for cheaper in ("g5.48xlarge", "g6e.48xlarge", "p4d.24xlarge"):
+        if cheaper in names:
+            assert names.index(cheaper) < names.index("p6-b200.48xlarge"), cheaper
+    assert all(o.price_per_hour for o in aws) and unpriced and not any(o.price_per_hour for o in unpriced)
+    assert "p5e.48xlarge" in {o.name for o in unpriced}
+
+
+def test_ranking_without_any_prices_keeps_every_row_apart(monkeypatch):
+    rows = [dict(r, price_per_hour=None) for r in data.instances()]
+    monkeypatch.setattr(data, "instances", lambda: rows)
+    e = estimate(Workload.from_preset("llama-2-7b"))
+    aws, unpriced = machines.ranked(machines.options(e, meas={})[0], "aws")
+    assert aws == [] and len(unpriced) > 5
+
+
+def test_category_filter_offers_neuron_only_on_request_and_inferentia_only_for_inference():
+    inf = estimate(Workload.from_preset("llama-2-7b"))
+    full = estimate(Workload.from_preset("llama-2-7b", task="full"))
+    names = lambda e, **kw: {o.name for o in machines.options(e, meas={}, **kw)[0]}  # noqa: E731
+    assert not any(n.startswith(("inf2", "trn", "g4ad")) for n in names(inf) | names(full))
+    assert "inf2.48xlarge" in names(inf, neuron=True) and "trn1.32xlarge" in names(inf, neuron=True)
+    assert "inf2.48xlarge" not in names(full, neuron=True) and "trn1.32xlarge" in names(full, neuron=True)
+    assert "AMD Instinct MI300X" not in names(inf) and "AMD Instinct MI300X" in names(inf, rocm=True)
+    _, notes = machines.options(full, meas={})
+    assert any("--neuron" in n for n in notes)
+
+
+def test_decode_is_bandwidth_bound_and_prefill_compute_bound():
+    w = Workload.from_preset("llama-3.1-8b", seq=8192)
+    e = estimate(w)
+    l4 = next(o for o in machines.options(e, meas={})[0] if o.name == "g6.xlarge")
+    read = w.params * 2 + term(e, "KV cache")
+    assert l4.decode_tps == pytest.approx(300e9 / read)
+    assert l4.prefill_s == pytest.approx(2 * w.params * 8192 / (121e12 * machines.DEFAULT_EFFICIENCY))
+    assert l4.usd_per_mtok == pytest.approx(0.8048 / 3600 / l4.decode_tps * 1e6)
+    frac = next(o for o in machines.options(estimate(Workload(params=1e9, layers=8, hidden=512)), meas={})[0]
+                if o.name == "g6f.large")
+    assert frac.decode_tps is None and "fractional" in frac.note
+
+
+def test_measured_efficiency_applies_only_to_the_gpu_it_was_measured_on(tmp_path):
+    assert machines.measurements(tmp_path) == {}
     folder = tmp_path / "nvidia-h200"
     folder.mkdir()
     (folder / "matmul.json").write_text(json.dumps({
         "machine": {"gpu": {"name": "NVIDIA H200"}},
-        "gpu": {"n": 8192, "rows": [{"name": "torch bf16", "dtype": "bfloat16", "tflops": 791.6}]}}))
-    ratio, src = advisor.measured_efficiency("bf16", root=tmp_path)
-    assert ratio == pytest.approx(791.6 / 989.5) and src.startswith("measured")
+        "gpu": {"n": 8192, "copy_ceiling_gbs": 4200.0,
+                "tensor_cores": [{"name": "torch bf16", "dtype": "bfloat16", "tflops": 791.6}]}}))
+    meas = machines.measurements(tmp_path)
+    assert set(meas) == {"h200-sxm"}
+    compute, bandwidth, measured = machines.efficiencies(data.gpu("h200-sxm"), "bf16", meas)
+    assert compute == pytest.approx(791.6 / 989.5) and bandwidth == pytest.approx(4200 / 4800) and measured
+    assert machines.efficiencies(data.gpu("h100-sxm"), "bf16", meas) == (machines.DEFAULT_EFFICIENCY, 1.0, False)
+    assert "81% of dense peak" in machines.describe_measurements("bf16", meas)[0] or \
+        "80% of dense peak" in machines.describe_measurements("bf16", meas)[0]
+
+
+# ------------------------------------------------------------------ freshness
+
+def test_staleness_warning_after_six_months():
+    gen = dt.date.fromisoformat(data.prices_generated())
+    assert data.staleness_warning(today=gen + dt.timedelta(days=90)) is None
+    assert data.staleness_warning(today=dt.date(2027, 1, 20), generated="2026-07-20") is None
+    message = data.staleness_warning(today=dt.date(2027, 1, 21), generated="2026-07-20")
+    assert message and "2026-07-20" in message and "6 months" in message
+    assert data.price_age_days(today=gen + dt.timedelta(days=133)) == 133
+
+
+def test_warn_if_stale_logs_outside_mkdocs_so_a_strict_build_goes_on(caplog):
+    with caplog.at_level(logging.WARNING):
+        data.warn_if_stale(config={}, today=dt.date(2030, 1, 1))  # the MkDocs on_pre_build signature
+    [record] = [r for r in caplog.records if "price list" in r.getMessage()]
+    assert record.levelno == logging.WARNING and not record.name.startswith("mkdocs")
+    caplog.clear()
+    data.warn_if_stale(today=dt.date.fromisoformat(data.prices_generated()))
+    assert not caplog.records
 
 
 # ------------------------------------------------------------------ CLI
 
 def test_cli_happy_path():
-    proc = advise("--model", "llama-2-7b", "--seq", "4096", "--flops", "1e18")
+    proc = advise("--model", "llama-2-7b", "--seq", "4096")
     assert proc.returncode == 0, proc.stderr
-    assert "KV cache" in proc.stdout and "g6.xlarge" in proc.stdout and "of dense peak" in proc.stdout
+    assert "KV cache" in proc.stdout and "g6.xlarge" in proc.stdout and "decode tok/s" in proc.stdout
+    assert "price list generated 2026-07-20" in proc.stdout
+
+
+def test_cli_training_time_and_cost():
+    proc = advise("--model", "llama-3.1-8b", "--task", "lora", "--flops", "1e18")
+    assert proc.returncode == 0, proc.stderr
+    assert "hours" in proc.stdout and "of dense peak" in proc.stdout
 
 
 def test_cli_json():
     proc = advise("--params", "7B", "--task", "full", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["total_gb"] == pytest.approx(112.0) and doc["efficiency_source"]
+    assert doc["total_gb"] == pytest.approx(112.0) and doc["default_efficiency"] and doc["prices_generated"]
+    assert all("priced" in o for o in doc["options"])
 
 
 @pytest.mark.parametrize("args", [["--params", "-7e9", "--task", "full"], ["--params", "1e15", "--task", "full"],
                                   ["--params", "7B", "--precision", "fp12"], ["--params", "7B", "--task", "pretrain"],
                                   ["--model", "llama-2-7b", "--seq", "0"], ["--model", "llama-2-7b", "--batch", "-1"],
                                   ["--model", "gpt-9"], ["--params", "seven"], ["--model", "llama-2-7b", "--flops", "-1"],
-                                  []])
+                                  [], ["--params", "1e-3", "--task", "full"],
+                                  ["--model", "llama-2-7b", "--task", "full", "--flops", "1e60"],
+                                  ["--model", "llama-2-7b", "--kv-heads", "3"], ["--model", "llama-2-7b", "--kv-heads", "1000"],
+                                  ["--model", "llama-3-8b", "--params", "70B"], ["--model", "llama-2-7b", "--flops", "1e18"],
+                                  ["--model", "llama-2-7b", "--kv-precision", "int3"]])
 def test_cli_bad_input_one_line_exit_2(args):
     assert_one_line_error(advise(*args))
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--params", "-7e9", "--task", "full"], "positive"), (["--params", "1e-3", "--task", "full"], "not billions"),
+    (["--model", "llama-2-7b", "--task", "full", "--flops", "1e60"], "beyond any training run"),
+    (["--model", "llama-2-7b", "--kv-heads", "3"], "kv-heads must divide heads"),
+    (["--model", "llama-2-7b", "--kv-heads", "1000"], "more than the 32 attention heads"),
+    (["--model", "llama-3-8b", "--params", "70B"], "does not match llama-3-8b")])
+def test_cli_bad_input_says_what_is_wrong(args, says):
+    assert says in assert_one_line_error(advise(*args))
+
+
+def test_advise_help_stays_fast():
+    code = ("import sys, time; t = time.perf_counter(); from gpukit import cli\n"
+            "try: cli.main(['advise', '--help'])\nexcept SystemExit: pass\n"
+            "print(time.perf_counter() - t, sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('numba', 'cupy', 'torch', 'yaml', 'matplotlib')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    seconds, heavy = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert heavy == "[]" and float(seconds) < 2.0, proc.stdout
 
 
 # ------------------------------------------------------------------ renderers
 
 @pytest.mark.parametrize("view", ["aws-training", "aws-inference", "aws-graphics", "gpus", "tiers", "as-of",
-                                  "rules", "advise-example"])
+                                  "rules", "advise-example", "advise-kv-example", "fp64", "models", "assumptions"])
 def test_data_renderers_render(view):
     md = pages.render_data("cloud", view)
     assert "|" in md
@@ -202,5 +387,28 @@ def test_tables_carry_data_not_typed_numbers():
     md = pages.render_data("cloud", "aws-training")
     p5 = next(r for r in data.instances() if r["name"] == "p5.48xlarge")
     assert f"{p5['price_per_hour']:,.2f}" in md and "p6-b200.48xlarge" in md
-    assert "Data as of " + data.data_as_of() in pages.render_data("cloud", "as-of")
-    assert "llama-2-7b" in pages.render_data("cloud", "advise-example")
+    as_of = pages.render_data("cloud", "as-of")
+    assert data.prices_generated() in as_of and data.price_age_text() in as_of
+    assert "llama-3.1-8b" in pages.render_data("cloud", "advise-example")
+    assert "42.9 GB" in pages.render_data("cloud", "advise-kv-example")
+
+
+def test_tiers_agree_with_the_advisor():
+    """The page's buying tiers say what fits by asking the advisor, so they cannot contradict it."""
+    assert render.largest_model(16, "bf16") is None
+    name, need = render.largest_model(24, "bf16")
+    assert need <= 24 and models.count_params(models.PRESETS[name])[0] < 13e9
+
+
+def test_page_prose_types_no_numbers():
+    """Numbers in docs/cloud.md come from views, code, formulas, sources or links, not typed prose."""
+    text = (ROOT / "docs" / "cloud.md").read_text()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)              # commands and code
+    text = re.sub(r"`[^`]*`", "", text)                            # inline code
+    text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)                # links (cited facts)
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("|"))  # the formula table
+    text = re.sub(r"\b(?:GeForce RTX|RTX(?: PRO)?|Llama) \d[\w.]*(?: \d\w*)?", "", text)    # product names
+    text = re.sub(r"\b(FP|BF|TF|fp|bf|int|H|A|B|L|T|G|Gr|P|V|Trn|Inf|Inferentia|MI|GB|EC)\d+\w*", "", text)  # names, not numbers
+    text = re.sub(r"\b\d+[- ]bits?\b", "", text)                    # precisions (16 bits, 8-bit)
+    text = re.sub(r"(?m)^\d+\. ", "", text)                           # numbered steps
+    assert not re.findall(r"\d", text), re.findall(r".{30}\d.{30}", text)

@@ -1,4 +1,6 @@
-"""How much accelerator memory a model needs, which machines fit, and what a run costs.
+"""How much accelerator memory a model needs: the workload, and its memory term by term.
+
+Which machines hold it, how fast they run it and what that costs is :mod:`gpukit.cloud.machines`.
 
 The formulas (bytes; P = parameters, L = layers, h = hidden size, s = sequence
 length, b = batch, a = attention heads):
@@ -14,40 +16,33 @@ length, b = batch, a = attention heads):
 * activations (training)= with activation checkpointing: 2 x s x b x h x L (the 16-bit input of
                           each layer is kept); without: s x b x h x L x (34 + 5 a s / h)
                           (Korthikanti et al. 2022, "Reducing Activation Recomputation").
-* KV cache (inference)  = 2 (K and V) x L x kv_heads x head_dim x s x b x bytes_per_value
+* KV cache (inference)  = 2 (K and V) x L x kv_heads x head_dim x s x b x bytes_per_value, where
+                          bytes_per_value is 2 (16-bit) whatever the weights are stored in (int8, int4
+                          and fp8 weights keep a 16-bit cache unless ``kv_precision`` says otherwise),
+                          and 4 with fp32/tf32 weights.
 * inference overhead    = 20 % of the weights for the runtime and temporary buffers (the
                           Transformer Math 101 rule of thumb: total ~ 1.2 x weights).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from . import data
+from .models import PRESETS, count_params
 
 BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+KV_CHOICES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")   # what a KV cache can be stored in
 TASKS = ("inference", "lora", "full")
 ADAM_MIXED_BYTES = 16          # per trainable parameter, see the module docstring
 INFERENCE_OVERHEAD = 0.20      # fraction of the weights
 HEADROOM = 1.10                # a machine fits when memory >= need x HEADROOM
-DEFAULT_EFFICIENCY = 0.5       # fraction of dense peak assumed when no measurement exists
+KV_BYTES_16 = 2.0              # the KV cache's default: 16-bit values
+MIN_PARAMS = 1e6               # below a million parameters the count was most likely typed in billions
 MAX_PARAMS = 1e13              # 10 trillion: anything above is a typo, not a model
-MAX_GPUS = 8                   # more than one 8-GPU server is a cluster question
+PRESET_TOLERANCE = 0.10        # --params may round a preset's count (7B for 6.74e9), not replace it
 GB = 1e9
 GIB = 2**30
-
-#: Architecture presets from each model's config.json on Hugging Face.
-PRESETS = {
-    "llama-2-7b": dict(params=6.74e9, layers=32, hidden=4096, heads=32, kv_heads=32,
-                       source="https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
-    "llama-3-8b": dict(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8,
-                       source="https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
-    "llama-3-70b": dict(params=70.6e9, layers=80, hidden=8192, heads=64, kv_heads=8,
-                        source="https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json"),
-}
 
 
 class AdviceError(ValueError):
@@ -68,16 +63,27 @@ class Workload:
     lora_rank: int = 16
     checkpointing: bool = True
     model: str | None = None
+    kv_precision: str | None = None     # None: 16-bit (fp32 with fp32/tf32 weights)
+    active_params: float | None = None  # mixture of experts: parameters one token uses
 
     def __post_init__(self):
         if self.precision not in BYTES:
             raise AdviceError(f"unknown precision {self.precision!r} (choose from {', '.join(BYTES)})")
+        if self.kv_precision is not None and self.kv_precision not in KV_CHOICES:
+            raise AdviceError(f"unknown KV-cache precision {self.kv_precision!r} (choose from {', '.join(KV_CHOICES)})")
         if self.task not in TASKS:
             raise AdviceError(f"unknown task {self.task!r} (choose from {', '.join(TASKS)})")
         if not (isinstance(self.params, (int, float)) and math.isfinite(self.params)) or self.params <= 0:
-            raise AdviceError(f"parameters must be a positive number, got {self.params!r}")
+            raise AdviceError(f"parameters must be a positive number, got {self.params:.3g}" if isinstance(self.params, (int, float)) else f"parameters must be a positive number, got {self.params!r}")
         if self.params > MAX_PARAMS:
             raise AdviceError(f"{self.params:.3g} parameters is beyond any model that exists (limit {MAX_PARAMS:.0e})")
+        if self.params < MIN_PARAMS:
+            raise AdviceError(f"{self.params:.3g} parameters is below {MIN_PARAMS:.0e}: give the count itself "
+                              "(7e9 or 7B), not billions")
+        if self.active_params is None:
+            self.active_params = self.params
+        elif not 0 < self.active_params <= self.params:
+            raise AdviceError(f"active parameters ({self.active_params:.3g}) must be > 0 and at most the total")
         for name in ("seq", "batch", "lora_rank"):
             if getattr(self, name) <= 0:
                 raise AdviceError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -91,16 +97,40 @@ class Workload:
             self.kv_heads = self.heads
         if self.heads and self.hidden and self.hidden % self.heads:
             raise AdviceError(f"hidden size {self.hidden} is not a multiple of {self.heads} heads")
+        if self.heads and self.kv_heads:
+            if self.kv_heads > self.heads:
+                raise AdviceError(f"{self.kv_heads} key/value heads is more than the {self.heads} attention heads")
+            if self.heads % self.kv_heads:
+                raise AdviceError(f"{self.heads} attention heads do not split into {self.kv_heads} key/value "
+                                  "groups (kv-heads must divide heads)")
         if self.task == "inference" and not (self.layers and self.hidden):
             raise AdviceError("inference needs the architecture for the KV cache: --model NAME or --layers and --hidden")
 
+    @property
+    def kv_bytes(self) -> float:
+        if self.kv_precision:
+            return BYTES[self.kv_precision]
+        return BYTES[self.precision] if self.precision in ("fp32", "tf32") else KV_BYTES_16
+
     @classmethod
     def from_preset(cls, name: str, **kw) -> "Workload":
+        """A workload with a preset's architecture; ``params`` may round the preset's count (within
+        :data:`PRESET_TOLERANCE`) but not replace it: an 8B architecture with 70B parameters is no model."""
         if name not in PRESETS:
             raise AdviceError(f"unknown model {name!r} (presets: {', '.join(PRESETS)})")
-        p = {k: v for k, v in PRESETS[name].items() if k != "source"}
-        p.update({k: v for k, v in kw.items() if v is not None})
-        return cls(model=name, **p)
+        pre = PRESETS[name]
+        total, active = count_params(pre)
+        given = kw.pop("params", None)
+        if given is not None and not (isinstance(given, (int, float)) and math.isfinite(given) and given > 0):
+            raise AdviceError(f"parameters must be a positive number, got {given!r}")
+        if given is not None and abs(given - total) > PRESET_TOLERANCE * total:
+            raise AdviceError(f"{given:.3g} parameters does not match {name} ({total:.3g}); drop --params, or "
+                              "describe another model with --layers/--hidden/--heads/--kv-heads instead of --model")
+        arch = dict(layers=pre.layers, hidden=pre.hidden, heads=pre.heads, kv_heads=pre.kv_heads)
+        arch.update({k: v for k, v in kw.items() if v is not None})
+        params = given or total
+        active = params if active == total else min(params, active * params / total)
+        return cls(model=name, params=params, active_params=active, **arch)
 
 
 @dataclass
@@ -160,14 +190,19 @@ def estimate(w: Workload) -> Estimate:
     if w.task == "inference":
         e.terms.append(Term("weights", f"{_n(P)} params x {bpp:g} B", weights_bytes(P, w.precision)))
         head_dim = w.hidden // w.heads
-        kv_b = min(bpp, 2.0) if w.precision in ("int8", "int4", "fp8") else bpp
-        if kv_b != bpp:
-            e.notes.append("KV cache kept in 16-bit even with quantised weights (the usual default)")
+        kv_b = w.kv_bytes
+        if w.kv_precision is None and kv_b != bpp:
+            e.notes.append(f"KV cache kept in 16-bit with {w.precision} weights (runtimes quantise weights, not the "
+                           "cache, unless told to: --kv-precision)")
         e.terms.append(Term("KV cache", f"2 x {w.layers} layers x {w.kv_heads} kv_heads x {head_dim} head_dim x "
                                         f"{w.seq} seq x {w.batch} batch x {kv_b:g} B",
                             kv_cache_bytes(w.layers, w.kv_heads, head_dim, w.seq, w.batch, kv_b)))
         e.terms.append(Term("runtime overhead", f"{INFERENCE_OVERHEAD:.0%} of weights (rule of thumb)",
                             INFERENCE_OVERHEAD * weights_bytes(P, w.precision)))
+        window = PRESETS[w.model].sliding_window if w.model else None
+        if window and w.seq > window:
+            e.notes.append(f"{w.model} attends over a {window}-token sliding window; a runtime that uses it keeps "
+                           f"at most {window} tokens of KV cache, so this cache is an upper bound")
         return e
     if w.task == "full":
         if w.precision not in ("bf16", "fp16", "fp32", "tf32"):
@@ -192,108 +227,9 @@ def estimate(w: Workload) -> Estimate:
     return e
 
 
-# ---------------------------------------------------------------- efficiency from our own results
-
-def _peak_key(precision: str) -> str:
-    return "fp32_tflops" if precision in ("fp32",) else "tf32_tflops" if precision == "tf32" else "bf16_tflops"
-
-
-def _row_matches(row: dict, precision: str, want: str) -> bool:
-    dtype = str(row.get("dtype", "")).replace("torch.", "")
-    if precision == "tf32":
-        return row.get("tf32") is True
-    if precision == "fp32":
-        return dtype == "float32" and not row.get("tf32")
-    return dtype in (want, precision)
-
-
-def measured_efficiency(precision: str, root: Path | None = None) -> tuple[float, str]:
-    """Fraction of dense peak reached by our own matmul benchmark, or the documented default.
-
-    Looks for ``results/*/matmul*.json`` rows with ``tflops`` and a ``dtype`` matching
-    ``precision``, on a GPU that gpus.yaml knows; returns (ratio, where it came from).
-    """
-    from .. import results
-    root = Path(root or results.results_dir())
-    want = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "tf32"}.get(precision, "bfloat16")
-    for path in sorted(root.glob("*/matmul*.json")):
-        try:
-            doc = json.loads(path.read_text())
-            name = doc["machine"]["gpu"]["name"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        g = next((g for g in data.gpus() if g["name"].replace(" SXM", "") in name
-                  or name.replace("NVIDIA ", "") in g["name"]), None)
-        if not g or not g.get(_peak_key(precision)):
-            continue
-        best = 0.0
-        for part in doc.values():
-            if not isinstance(part, dict):
-                continue
-            # hand-written kernels ("rows") and the library's tensor-core products ("tensor_cores")
-            for row in part.get("rows", []) + part.get("tensor_cores", []):
-                if _row_matches(row, precision, want) and row.get("tflops"):
-                    best = max(best, float(row["tflops"]))
-        if best:
-            ratio = best / g[_peak_key(precision)]
-            return ratio, (f"measured: {best:.0f} TFLOP/s = {ratio:.0%} of dense peak "
-                           f"({g[_peak_key(precision)]:g}) on {name} "
-                           f"({path.parent.name}/{path.name})")
-    return DEFAULT_EFFICIENCY, (f"ASSUMPTION: {DEFAULT_EFFICIENCY:.0%} of dense peak (no matmul results file "
-                                f"for {precision} under {root})")
-
-
-# ---------------------------------------------------------------- what fits
-
-@dataclass
-class Option:
-    kind: str            # "aws" or "gpu"
-    name: str
-    count: int
-    memory_gb: float
-    price_per_hour: float | None
-    peak_tflops: float | None
-    note: str = ""
-    buy_usd: float | None = None
-    hours: float | None = None
-    cost: float | None = None
-
-
-def options(e: Estimate, flops: float | None = None, efficiency: float = DEFAULT_EFFICIENCY,
-            headroom: float = HEADROOM) -> list[Option]:
-    """AWS instances and GPUs that hold ``e`` with ``headroom``, cheapest per hour first."""
-    need = e.total_gb * headroom
-    peak_key = _peak_key(e.workload.precision)
-    out = []
-    for inst in data.instances():
-        mem = inst.get("accelerator_memory_gib")
-        if not mem or mem * GIB / GB < need:
-            continue
-        g = data.gpu(inst["gpu"]) if inst.get("gpu") else None
-        peak = g[peak_key] * inst["accelerator_count"] if g and g.get(peak_key) else None
-        out.append(Option("aws", inst["name"], inst["accelerator_count"], mem * GIB / GB,
-                          inst.get("price_per_hour"), peak, inst["accelerator"]))
-    for g in data.gpus():
-        count = math.ceil(need / g["memory_gb"])
-        if count > MAX_GPUS:
-            continue
-        peak = g[peak_key] * count if g.get(peak_key) else None
-        price = g["price_usd"] * count if g.get("price_usd") else None
-        out.append(Option("gpu", g["name"], count, g["memory_gb"] * count, None, peak,
-                          g.get("price_kind", ""), buy_usd=price))
-    if flops:
-        for o in out:
-            if o.peak_tflops:
-                o.hours = flops / (o.peak_tflops * 1e12 * efficiency) / 3600
-                if o.price_per_hour:
-                    o.cost = o.hours * o.price_per_hour
-    def order(o):
-        price = o.price_per_hour if o.kind == "aws" else o.buy_usd
-        return (o.kind != "aws", price is None, price or 0, o.count, o.name)
-    out.sort(key=order)
-    return out
-
-
 def describe(w: Workload) -> str:
     what = w.model or f"{w.params:.3g}-parameter model"
-    return f"{what}, {w.precision}, {w.task}, seq {w.seq}, batch {w.batch}"
+    if w.active_params < w.params:
+        what += f" ({w.params:.3g} parameters, {w.active_params:.3g} active per token)"
+    kv = f", KV cache {w.kv_precision}" if w.kv_precision else ""
+    return f"{what}, {w.precision}{kv}, {w.task}, seq {w.seq}, batch {w.batch}"

@@ -1,4 +1,4 @@
-"""``gpukit advise``: memory needed by a model, the machines that hold it, and what a run costs."""
+"""``gpukit advise``: memory needed by a model, the machines that hold it, how fast and at what price."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import re
 from ..cli import UserError, positive_int
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+MAX_FLOPS = 1e28     # about a hundred times the largest training runs reported so far: beyond is a typo
+#: argparse reads "-7e9" as an option name unless the parser knows it for a negative number
+_NEGATIVE = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[-+]?\d+)?[kmbt]?$", re.I)
 
 
 def parse_params(text: str) -> float:
@@ -25,17 +28,23 @@ def parse_flops(text: str) -> float:
         raise UserError(f"--flops expects a number such as 1e21, got {text!r}") from None
     if not value > 0 or value != value or value == float("inf"):
         raise UserError(f"--flops must be a positive number, got {text!r}")
+    if value > MAX_FLOPS:
+        raise UserError(f"--flops {value:.3g} is beyond any training run (limit {MAX_FLOPS:.0e})")
     return value
 
 
 def register(sub) -> None:
-    from .advisor import BYTES, PRESETS, TASKS
-    p = sub.add_parser("advise", help="memory a model needs, the AWS instances and GPUs that fit, cost of a run",
+    from .advisor import BYTES, KV_CHOICES, TASKS
+    from .models import PRESETS
+    p = sub.add_parser("advise", help="memory a model needs, the AWS instances and GPUs that hold it, speed and cost",
                        description="Estimate accelerator memory with the formulas written out, then list the "
-                                   "AWS instances and GPUs that hold it, cheapest first.")
+                                   "AWS instances and GPUs that hold it, cheapest first, with speed estimates.")
+    p._negative_number_matcher = _NEGATIVE  # so that --params -7e9 reaches the positive-number check
     p.add_argument("--model", help=f"architecture preset: {', '.join(PRESETS)}")
-    p.add_argument("--params", help="parameter count, e.g. 7e9 or 7B (overrides the preset)")
-    p.add_argument("--precision", default="bf16", help=f"one of {', '.join(BYTES)} (default bf16)")
+    p.add_argument("--params", help="parameter count, e.g. 7e9 or 7B (with --model: may only round the preset's)")
+    p.add_argument("--precision", default="bf16", help=f"weights: one of {', '.join(BYTES)} (default bf16)")
+    p.add_argument("--kv-precision", help=f"KV cache: one of {', '.join(KV_CHOICES)} "
+                                          "(default 16-bit; fp32 with fp32/tf32 weights)")
     p.add_argument("--task", default="inference", help=f"one of {', '.join(TASKS)} (default inference)")
     p.add_argument("--seq", type=positive_int, default=2048, help="sequence length in tokens (default 2048)")
     p.add_argument("--batch", type=positive_int, default=1, help="batch size (default 1)")
@@ -45,7 +54,9 @@ def register(sub) -> None:
     p.add_argument("--kv-heads", type=positive_int)
     p.add_argument("--lora-rank", type=positive_int, default=16)
     p.add_argument("--no-checkpointing", action="store_true", help="count activations without checkpointing")
-    p.add_argument("--flops", help="total FLOPs of the job, for a time and cost estimate (e.g. 1e21)")
+    p.add_argument("--flops", help="training (full, lora): total FLOPs of the job, for a time and cost (e.g. 1e21)")
+    p.add_argument("--neuron", action="store_true", help="also offer AWS Trainium/Inferentia (Neuron SDK, not CUDA)")
+    p.add_argument("--rocm", action="store_true", help="also offer ROCm GPUs (AMD Instinct; not CUDA)")
     p.add_argument("--top", type=positive_int, default=10, help="rows per table (default 10)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
@@ -56,7 +67,8 @@ def build(args):
     params = parse_params(args.params) if args.params else None
     common = dict(precision=args.precision, task=args.task, seq=args.seq, batch=args.batch,
                   layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
-                  lora_rank=args.lora_rank, checkpointing=not args.no_checkpointing)
+                  lora_rank=args.lora_rank, checkpointing=not args.no_checkpointing,
+                  kv_precision=getattr(args, "kv_precision", None))
     try:
         if args.model:
             return Workload.from_preset(args.model, params=params, **common)
@@ -67,16 +79,32 @@ def build(args):
         raise UserError(str(exc)) from None
 
 
-def report(w, flops: float | None = None, top: int = 10, root=None) -> tuple[str, dict]:
+def _n(x: float | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _tps(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+
+
+def _secs(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+
+
+def report(w, flops: float | None = None, top: int = 10, root=None, neuron: bool = False,
+           rocm: bool = False) -> tuple[str, dict]:
     """The advisor's text report and the same content as a dict."""
-    from . import advisor, data
+    from . import advisor, data, machines
     from ..pages import table
+    if flops and w.task == "inference":
+        raise UserError("--flops is for --task full or lora; inference is estimated from memory bandwidth "
+                        "(decode) and compute (prefill) instead")
     try:
         e = advisor.estimate(w)
     except advisor.AdviceError as exc:
         raise UserError(str(exc)) from None
-    eff, eff_src = advisor.measured_efficiency(w.precision, root=root)
-    opts = advisor.options(e, flops=flops, efficiency=eff)
+    meas = machines.measurements(root)
+    opts, left_out = machines.options(e, flops=flops, neuron=neuron, rocm=rocm, meas=meas)
     lines = [f"Workload: {advisor.describe(w)}", "", "Memory estimate:"]
     width = max(len(t.name) for t in e.terms)
     for t in e.terms:
@@ -84,37 +112,66 @@ def report(w, flops: float | None = None, top: int = 10, root=None) -> tuple[str
     lines.append(f"  {'total':<{width}} = {e.total_gb:,.1f} GB; a machine fits with >= "
                  f"{advisor.HEADROOM:.2f} x total = {e.total_gb * advisor.HEADROOM:,.1f} GB")
     lines += [f"  note: {n}" for n in e.notes]
-    lines += ["", f"Efficiency for time estimates: {eff_src}",
-              f"Data as of {data.data_as_of()}; AWS prices: on-demand, {data.instances_doc()['region']}, USD/h."]
-    aws = [o for o in opts if o.kind == "aws"][:top]
-    gpu = [o for o in opts if o.kind == "gpu"][:top]
-
-    def t_cols(o):
-        return [f"{o.hours:,.1f}" if o.hours is not None else "-",
-                f"{o.cost:,.0f}" if o.cost is not None else "-"] if flops else []
-    extra = ["hours", "USD"] if flops else []
-    lines += ["", "AWS instances that fit (cheapest first):"]
-    lines.append(table(["instance", "accelerators", "memory GB", "USD/h"] + extra,
-                       [[o.name, f"{o.count} x {o.note}", f"{o.memory_gb:,.0f}",
-                         f"{o.price_per_hour:,.2f}" if o.price_per_hour else "not recorded"] + t_cols(o)
-                        for o in aws]) if aws else "  none: the model needs more than one instance")
-    lines += ["", "GPUs to buy (how many of each, cheapest first):"]
+    lines += ["", "Speed model:"]
+    if w.task == "inference":
+        lines += ["  decode tok/s = batch x bandwidth / (weight bytes read + KV cache at the full context)",
+                  "  prefill s    = 2 x active params x prompt tokens x batch / (dense peak x efficiency)"]
+    else:
+        lines.append("  hours = FLOPs / (dense peak x efficiency)" if flops else
+                     "  give --flops (the job's total) for a time and cost")
+    measured = machines.describe_measurements(w.precision, meas)
+    lines += [f"  measured, applied to that GPU only: {m}" for m in measured]
+    lines.append(f"  any other GPU: peak bandwidth (an upper bound) and {machines.DEFAULT_EFFICIENCY:.0%} of dense "
+                 "compute peak (an assumption); several GPUs add up (an upper bound)")
+    doc_i = data.instances_doc()
+    lines += ["", f"Prices: AWS on-demand, {doc_i['region']}, USD/h, from the price list generated "
+                  f"{data.prices_generated()} ({data.price_age_text()}); GPUs: launch list prices."]
+    if w.task == "inference":
+        extra, cols = ["decode tok/s", "prefill s"], lambda o: [_tps(o.decode_tps), _secs(o.prefill_s)]
+    elif flops:
+        extra, cols = ["hours"], lambda o: [_n(o.hours, "{:,.1f}")]
+    else:
+        extra, cols = [], lambda o: []
+    mark = lambda o: "*" if o.measured else ""  # noqa: E731
+    aws, aws_unpriced = machines.ranked(opts, "aws")
+    gpus, gpu_unpriced = machines.ranked(opts, "gpu")
+    money = (["USD per 1M tokens"] if w.task == "inference" else ["USD"] if flops else [])
+    lines += ["", "AWS instances that fit, cheapest per hour first:"]
+    lines.append(table(["instance", "accelerators", "memory GB", "USD/h"] + extra + money,
+                       [[o.name + mark(o), o.label, _n(o.memory_gb), f"{o.price_per_hour:,.2f}"] + cols(o)
+                        + ([_n(o.usd_per_mtok, "{:,.2f}")] if w.task == "inference" else
+                           [_n(o.cost)] if flops else []) for o in aws[:top]])
+                 if aws else "  none with an on-demand price")
+    if aws_unpriced:
+        lines.append("  also fit, no on-demand price in the data: " + ", ".join(
+            o.name + (f" ({o.unit})" if o.unit != "instance" else "") for o in aws_unpriced))
+    lines += ["", "GPUs to buy (how many of each), cheapest list price first:"]
     lines.append(table(["GPU", "count", "memory GB", "list price USD"] + extra,
-                       [[o.name, o.count, f"{o.memory_gb:,.0f}",
-                         f"{o.buy_usd:,.0f}" if o.buy_usd else "not recorded"] + t_cols(o) for o in gpu])
-                 if gpu else f"  none with {advisor.MAX_GPUS} or fewer cards")
-    doc = {"workload": {k: v for k, v in vars(w).items()},
+                       [[o.name + mark(o), o.count, _n(o.memory_gb), _n(o.buy_usd)] + cols(o) for o in gpus[:top]])
+                 if gpus else f"  none with a list price and {machines.MAX_GPUS} or fewer cards")
+    if gpu_unpriced:
+        lines.append("  also fit, no list price in the data: " + ", ".join(
+            f"{o.count} x {o.name}" for o in gpu_unpriced))
+    if not (aws or aws_unpriced or gpus or gpu_unpriced):
+        lines.append("  nothing holds it: it needs more than one instance or more than "
+                     f"{machines.MAX_GPUS} GPUs")
+    if any(o.measured for o in aws[:top] + gpus[:top]):
+        lines.append("  * speed from this project's measurements on that GPU")
+    lines += [f"  not offered: {n}" for n in left_out]
+    doc = {"workload": dict(vars(w)),
            "terms": [{"name": t.name, "formula": t.formula, "gb": t.gb} for t in e.terms],
            "total_gb": e.total_gb, "headroom": advisor.HEADROOM, "notes": e.notes,
-           "efficiency": eff, "efficiency_source": eff_src, "data_as_of": data.data_as_of(),
-           "options": [vars(o) for o in opts]}
+           "measured": measured, "default_efficiency": machines.DEFAULT_EFFICIENCY,
+           "prices_generated": data.prices_generated(), "data_as_of": data.data_as_of(),
+           "options": [dict(vars(o), priced=bool(o.price)) for o in aws + aws_unpriced + gpus + gpu_unpriced],
+           "not_offered": left_out}
     return "\n".join(lines), doc
 
 
 def run(args) -> int:
     w = build(args)
     flops = parse_flops(args.flops) if args.flops else None
-    text, doc = report(w, flops=flops, top=args.top)
+    text, doc = report(w, flops=flops, top=args.top, neuron=args.neuron, rocm=args.rocm)
     print(json.dumps(doc, indent=1) if args.json else text)
     return 0
 

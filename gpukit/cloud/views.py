@@ -1,17 +1,26 @@
-"""The chapter's tables, built from gpukit/data/*.yaml at site build time (no typed prices)."""
+"""The chapter's tables, built from gpukit/data/*.yaml and the advisor at site build time.
+
+Nothing here types a price or a spec: every number comes from the data files, from the advisor's
+formulas, or from this project's own results (the measured efficiencies).
+"""
 
 from __future__ import annotations
 
 from ..pages import data_renderer, table
 from . import data
 
-#: Worked example on the page: Llama-2-7B served in bf16 with a 4096-token context.
-EXAMPLE_ARGS = ["advise", "--model", "llama-2-7b", "--precision", "bf16", "--task", "inference",
-                "--seq", "4096", "--batch", "1", "--flops", "1e18", "--top", "6"]
+#: Worked examples on the page: serving Llama 3.1 8B in bf16, and Llama 3.1 70B with int4 weights at its
+#: full context (the KV cache outgrows the weights).
+EXAMPLE_ARGS = ["advise", "--model", "llama-3.1-8b", "--precision", "bf16", "--task", "inference",
+                "--seq", "8192", "--batch", "1", "--top", "6"]
+KV_EXAMPLE_ARGS = ["advise", "--model", "llama-3.1-70b", "--precision", "int4", "--task", "inference",
+                   "--seq", "131072", "--top", "5"]
 
 #: Buying tiers by card list price (USD); a card with no list price appears under "no list price".
 TIERS = [("under $500", 0, 500), ("$500 to $1,000", 500, 1000), ("$1,000 to $2,000", 1000, 2000),
          ("$2,000 to $5,000", 2000, 5000)]
+#: The context the "largest model it holds" columns assume.
+TIER_SEQ = 4096
 
 
 def _num(x, fmt="{:,.0f}"):
@@ -25,16 +34,25 @@ def _link(url: str | None, text: str = "source") -> str:
 def _aws(category: str) -> str:
     rows = []
     for r in sorted((r for r in data.instances() if r["category"] == category),
-                    key=lambda r: (r["family"], r["accelerator_count"], r["vcpus"])):
-        rows.append([f"`{r['name']}`", f"{r['accelerator_count']} x {r['accelerator']}",
-                     _num(r["accelerator_memory_gib"]), r["vcpus"], _num(r["memory_gib"]), r["network"] or "-",
-                     _num(r["price_per_hour"], "{:,.2f}") if r["price_per_hour"] else "not recorded",
-                     _link(r["source"], "spec") + " / " + _link(r.get("price_source"), "price")])
-    return (table(["instance", "accelerators", "accel. memory GiB", "vCPUs", "RAM GiB", "network",
-                   f"USD/h ({data.instances_doc()['region']})", "sources"], rows, "llrrrlrl")
-            + f"\n\n<small>From `gpukit/data/aws_instances.yaml`, retrieved {data.data_as_of()}. "
-              "On-demand Linux prices as stored in the linked public pages; check the AWS pricing page "
-              "before you spend money.</small>")
+                    key=lambda r: (r["family"], r.get("unit", "instance"), r["accelerator_count"], r["vcpus"] or 0)):
+        price = _num(r["price_per_hour"], "{:,.2f}") if r["price_per_hour"] else "no on-demand price"
+        links = [_link(r["source"], "spec")]
+        if r.get("checked_against"):
+            links.append(_link(r["checked_against"], "API"))
+        if r.get("price_source"):
+            links.append(_link(r["price_source"], "price"))
+        name = f"`{r['name']}`" + (" (UltraServer)" if r.get("unit") == "ultraserver" else "")
+        rows.append([name, f"{r['accelerator_count']} x {r['accelerator']}", _num(r["accelerator_memory_gib"]),
+                     _num(r["vcpus"]), _num(r["memory_gib"]), r["network"] or "-", r["stack"], price,
+                     " / ".join(links)])
+    notes = [f"- **{r['name']}**: {r['note']}" for r in data.instances()
+             if r["category"] == category and r.get("note")]
+    return (table(["instance", "accelerators", "accel. memory GiB", "vCPUs", "RAM GiB", "network", "software",
+                   f"USD/h ({data.instances_doc()['region']})", "sources"], rows, "llrrrllrl")
+            + f"\n\n<small>From `gpukit/data/aws_instances.yaml`: on-demand Linux prices from the AWS price list "
+              f"generated {data.prices_generated()}, read {data.instances_doc()['retrieved']}; specs checked against "
+              "the EC2 API dump linked as *API*. Check the AWS pricing page before you spend money.</small>"
+            + ("\n\n??? note \"Notes on these rows\"\n\n" + "\n".join("    " + n for n in notes) if notes else ""))
 
 
 @data_renderer("cloud", "aws-training")
@@ -52,25 +70,63 @@ def aws_graphics() -> str:
     return _aws("graphics")
 
 
+def _ratio(g: dict) -> str:
+    return "-" if g["fp64_ratio"] is None else f"1:{round(1 / g['fp64_ratio'])}"
+
+
 def _gpu_row(g: dict) -> list:
-    return [g["name"], _num(g["memory_gb"]), _num(g["bandwidth_gbs"]), _num(g["fp32_tflops"], "{:,.1f}"),
-            _num(g["tf32_tflops"], "{:,.1f}"), _num(g["bf16_tflops"], "{:,.1f}"),
-            "-" if g["fp64_ratio"] is None else f"1:{round(1 / g['fp64_ratio'])}", _num(g["power_w"]),
+    return [g["name"], g["stack"], _num(g["memory_gb"]), _num(g["bandwidth_gbs"]), _num(g["fp32_tflops"], "{:,.1f}"),
+            _num(g["tf32_tflops"], "{:,.1f}"), _num(g["bf16_tflops"], "{:,.1f}"), _ratio(g), _num(g["power_w"]),
             _num(g["price_usd"]), _link(g["source"])]
 
 
-GPU_HEADER = ["GPU", "memory GB", "bandwidth GB/s", "FP32 TFLOP/s", "TF32 dense", "BF16 dense", "FP64:FP32",
-              "power W", "list price USD", "source"]
+GPU_HEADER = ["GPU", "software", "memory GB", "bandwidth GB/s", "FP32 TFLOP/s", "TF32 dense", "BF16 dense",
+              "FP64:FP32", "power W", "list price USD", "source"]
 
 
 @data_renderer("cloud", "gpus")
 def gpu_table() -> str:
     rows = [_gpu_row(g) for g in data.gpus()]
-    notes = "\n".join(f"- **{g['name']}**: {g['note']}" for g in data.gpus() if g.get("note"))
-    return (table(GPU_HEADER, rows, "lrrrrrrrrl")
-            + f"\n\n<small>From `gpukit/data/gpus.yaml`, retrieved {data.gpus_doc()['retrieved']}. "
-              "A dash is a number that could not be confirmed; the reason is in the notes below.</small>"
-              f"\n\n??? note \"Why some cells are empty\"\n\n" + "\n".join("    " + ln for ln in notes.splitlines()))
+    notes = [f"- **{g['name']}**: {g['note']}" for g in data.gpus() if g.get("note")]
+    conflicts = [f"- **{g['name']}**, {c['field']}: {c['value']:g} instead of {g[c['field']]:g} in "
+                 f"[this source]({c['source']}). {c['note']}" for g in data.gpus() for c in g.get("conflicts", [])]
+    return (table(GPU_HEADER, rows, "llrrrrrrrrl")
+            + f"\n\n<small>From `gpukit/data/gpus.yaml`, read {data.gpus_doc()['retrieved']}. A dash is a number "
+              "that could not be confirmed; the reason is in the notes below.</small>"
+            + ("\n\n!!! warning \"Sources that disagree\"\n\n" + "\n".join("    " + c for c in conflicts)
+               if conflicts else "")
+            + "\n\n??? note \"Why some cells are empty, and where the numbers come from\"\n\n"
+            + "\n".join("    " + n for n in notes))
+
+
+@data_renderer("cloud", "fp64")
+def fp64_summary() -> str:
+    """Which GPUs in the data have which FP64:FP32 ratio (the page's prose only points here)."""
+    groups: dict[float, list[str]] = {}
+    for g in data.gpus():
+        if g["fp64_ratio"]:
+            groups.setdefault(g["fp64_ratio"], []).append(g["name"])
+    rows = [[f"1:{round(1 / r)}", ", ".join(names)] for r, names in sorted(groups.items(), reverse=True)]
+    unknown = [g["name"] for g in data.gpus() if not g["fp64_ratio"]]
+    return (table(["FP64:FP32", "GPUs in the data"], rows, "ll")
+            + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
+
+
+def largest_model(memory_gb: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
+    """The largest preset whose inference estimate (with headroom) fits ``memory_gb``, and its need."""
+    from .advisor import HEADROOM, Workload, estimate
+    from .models import PRESETS, count_params
+    best = None
+    for name in sorted(PRESETS, key=lambda n: count_params(PRESETS[n])[0]):
+        need = estimate(Workload.from_preset(name, precision=precision, seq=seq)).total_gb * HEADROOM
+        if need <= memory_gb:
+            best = (name, need)
+    return best
+
+
+def _fits(memory_gb: float, precision: str) -> str:
+    best = largest_model(memory_gb, precision)
+    return "-" if best is None else f"{best[0]} ({best[1]:,.1f} GB)"
 
 
 @data_renderer("cloud", "tiers")
@@ -79,38 +135,89 @@ def tiers() -> str:
     for label, lo, hi in TIERS:
         for g in sorted(data.gpus(), key=lambda g: g.get("price_usd") or 0):
             if g.get("price_usd") and lo <= g["price_usd"] < hi:
-                per_gb = g["price_usd"] / g["memory_gb"]
-                rows.append([label, g["name"], _num(g["price_usd"]), _num(g["memory_gb"]),
-                             _num(g["bandwidth_gbs"]), _num(per_gb, "{:,.0f}")])
+                rows.append([label, g["name"], _num(g["price_usd"]), g.get("price_date") or "-",
+                             _num(g["memory_gb"]), _num(g["bandwidth_gbs"]), _num(g["price_usd"] / g["memory_gb"]),
+                             _fits(g["memory_gb"], "bf16"), _fits(g["memory_gb"], "int8"),
+                             _fits(g["memory_gb"], "int4")])
     for g in data.gpus():
-        if not g.get("price_usd"):
-            rows.append([f"no list price ({g['segment']})", g["name"], "-", _num(g["memory_gb"]),
-                         _num(g["bandwidth_gbs"]), "-"])
-    return (table(["tier", "GPU", "list price USD", "memory GB", "bandwidth GB/s", "USD per GB of memory"],
-                  rows, "llrrrr")
-            + f"\n\n<small>Data as of {data.data_as_of()}, from `gpukit/data/gpus.yaml`.</small>")
+        if not g.get("price_usd") and g["segment"] in ("consumer", "workstation"):
+            rows.append([f"no list price ({g['segment']})", g["name"], "-", "-", _num(g["memory_gb"]),
+                         _num(g["bandwidth_gbs"]), "-", _fits(g["memory_gb"], "bf16"), _fits(g["memory_gb"], "int8"),
+                         _fits(g["memory_gb"], "int4")])
+    return (table(["tier", "GPU", "launch price USD", "launched", "memory GB", "bandwidth GB/s",
+                   "USD per GB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll")
+            + f"\n\n<small>Launch list prices and dates from `gpukit/data/gpus.yaml` (sources in the table above); no "
+              "dated street price was found, so none is shown: today's shop prices can be far from these. "
+              f"\"Largest preset\" is `gpukit advise` on one card: inference, {TIER_SEQ}-token context, batch 1, "
+              "16-bit KV cache, with the headroom (memory needed in brackets).</small>")
 
 
 @data_renderer("cloud", "as-of")
 def as_of() -> str:
     inst = data.instances()
     priced = sum(1 for r in inst if r.get("price_per_hour"))
-    rows = [["AWS instance sizes", len(inst), f"{priced} with a recorded price", data.instances_doc()["region"]],
-            ["GPU models", len(data.gpus()), f"{sum(1 for g in data.gpus() if g.get('price_usd'))} with a list price",
-             "-"]]
-    return (f"**Data as of {data.data_as_of()}.**\n\n"
-            + table(["file", "rows", "prices", "region"], rows, "lrll"))
+    rows = [["AWS instance sizes", len(inst), f"{priced} with an on-demand price, {len(inst) - priced} without "
+             "(the reason is in each row's note)", data.instances_doc()["region"]],
+            ["GPUs and accelerators", len(data.gpus()),
+             f"{sum(1 for g in data.gpus() if g.get('price_usd'))} with a launch list price", "-"]]
+    warning = data.staleness_warning()
+    age = (f"**AWS prices: from the price list generated {data.prices_generated()}, {data.price_age_text()} when "
+           f"this page was built.** The site build warns once it is more than {data.STALE_AFTER_MONTHS} months old.")
+    cheap = min((r for r in inst if r.get("price_per_hour")), key=lambda r: r["price_per_hour"])
+    cheapest = (f"Cheapest accelerator by the hour in the data: `{cheap['name']}` ({cheap['accelerator']}), "
+                f"{cheap['price_per_hour']:,.3f} USD/h.")
+    return (age + " " + cheapest + "\n\n" + (f"!!! warning \"Stale prices\"\n    {warning}\n\n" if warning else "")
+            + table(["file", "rows", "prices", "region"], rows, "lrll")
+            + f"\n\n<small>Rows last read {data.data_as_of()}.</small>")
+
+
+def _advise(argv: list[str]) -> str:
+    import argparse
+
+    from .cli import build, register, report
+    parser = argparse.ArgumentParser(prog="gpukit")
+    register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    text, _ = report(build(args), top=args.top)
+    return "```text\n" + text + "\n```"
 
 
 @data_renderer("cloud", "advise-example")
 def advise_example() -> str:
-    from .cli import build, report, register
-    import argparse
-    parser = argparse.ArgumentParser(prog="gpukit")
-    register(parser.add_subparsers())
-    args = parser.parse_args(EXAMPLE_ARGS)
-    text, _ = report(build(args), flops=float(args.flops), top=args.top)
-    return "```text\n" + text + "\n```"
+    return _advise(EXAMPLE_ARGS)
+
+
+@data_renderer("cloud", "advise-kv-example")
+def advise_kv_example() -> str:
+    return _advise(KV_EXAMPLE_ARGS)
+
+
+@data_renderer("cloud", "models")
+def models() -> str:
+    from .models import PRESETS, count_params
+    rows = []
+    for name, p in PRESETS.items():
+        total, active = count_params(p)
+        counted = "counted" if p.intermediate else "published"
+        rows.append([f"`{name}`", f"{total / 1e9:,.2f}", f"{active / 1e9:,.2f}" if active < total else "all",
+                     p.layers, p.hidden, p.heads, p.kv_heads, counted,
+                     _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")])
+    return (table(["preset", "parameters (billions)", "active per token", "layers", "hidden", "heads", "KV heads",
+                   "count", "source"], rows, "lrrrrrrll")
+            + "\n\n<small>\"counted\": total and active parameters counted from the config's layer sizes "
+              "(`gpukit.cloud.models.count_params`); \"published\": the count the model card gives.</small>")
+
+
+@data_renderer("cloud", "assumptions")
+def assumptions() -> str:
+    from . import advisor, machines
+    rows = [["a machine fits when its accelerator memory is at least", f"{advisor.HEADROOM:.2f} x the estimate"],
+            ["inference runtime overhead", f"{advisor.INFERENCE_OVERHEAD:.0%} of the weights"],
+            ["compute efficiency where nothing was measured", f"{machines.DEFAULT_EFFICIENCY:.0%} of dense peak"],
+            ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
+            ["GPUs to buy: at most", f"{machines.MAX_GPUS} cards"]]
+    rows += [["measured by this project", m] for m in machines.describe_measurements("bf16", machines.measurements())]
+    return table(["assumption", "value"], rows, "ll")
 
 
 #: Published rules of thumb the advisor is checked against (tests/test_cloud.py holds it to 10 %).

@@ -1,0 +1,250 @@
+"""Which machines hold a workload, how fast they would run it, and what that costs.
+
+The speed model, stated with every report:
+
+* **decode** (inference, one new token per sequence per step) is bound by memory bandwidth: a step
+  reads the weights the batch uses and the whole KV cache, so
+  ``tokens/s = batch x bandwidth / (weight bytes read + KV-cache bytes)``. The cache is counted at the
+  full context length (the slowest step). A mixture of experts reads the experts its tokens use:
+  ``min(total, active x batch)`` parameters.
+* **prefill** (reading the prompt) is bound by compute: ``2 x active parameters x prompt tokens x batch``
+  FLOPs at the dense tensor peak times an efficiency. Weights stored in int8, int4 or fp8 are counted at
+  the bf16 rate (the data holds no fp8 peaks).
+* **training** (``full``, ``lora``) with a FLOP count: ``FLOPs / (dense peak x efficiency)``.
+* **efficiency**: what this project measured on a GPU (``results/<machine>/matmul*.json``: the best
+  tensor-core matmul of the precision, and the copy bandwidth) applies to that GPU only; any other GPU
+  gets its peak bandwidth (so decode is an upper bound) and :data:`DEFAULT_EFFICIENCY` of its dense
+  compute peak (an assumption).
+* several accelerators add up their bandwidth and compute (perfect tensor parallelism: an upper bound).
+
+Which rows are offered depends on the software a task can run on: CUDA by default, AWS Neuron
+(Trainium, and Inferentia for inference only) with ``neuron=True``, ROCm GPUs with ``rocm=True``;
+parts without an ML stack (the G4ad graphics GPU) never. UltraServers appear only when no single
+instance holds the workload.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import data
+from .advisor import BYTES, GB, GIB, HEADROOM, Estimate
+
+DEFAULT_EFFICIENCY = 0.5       # fraction of dense compute peak assumed where nothing was measured
+MAX_GPUS = 8                   # more than one 8-GPU server is a cluster question
+WANT = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32"}
+
+
+@dataclass
+class Measured:
+    """What this project measured on one GPU model."""
+    gpu: str                     # key in gpus.yaml
+    device: str                  # the name the machine record gives
+    path: str                    # results file, relative to the results folder
+    tflops: dict = field(default_factory=dict)   # precision -> best tensor-core matmul TFLOP/s
+    copy_gbs: float | None = None
+
+
+@dataclass
+class Option:
+    kind: str                    # "aws" or "gpu"
+    name: str
+    count: float
+    memory_gb: float
+    label: str                   # the accelerator, as the table shows it
+    gpu: str | None = None
+    price_per_hour: float | None = None
+    buy_usd: float | None = None
+    unit: str = "instance"
+    decode_tps: float | None = None
+    prefill_s: float | None = None
+    hours: float | None = None
+    cost: float | None = None
+    usd_per_mtok: float | None = None
+    measured: bool = False
+    note: str = ""
+
+    @property
+    def price(self) -> float | None:
+        return self.price_per_hour if self.kind == "aws" else self.buy_usd
+
+
+def peak_key(precision: str) -> str:
+    return {"fp32": "fp32_tflops", "tf32": "tf32_tflops"}.get(precision, "bf16_tflops")
+
+
+def _gpu_for(device: str) -> dict | None:
+    for g in data.gpus():
+        if device in g.get("device_names", ()) or device == g["name"]:
+            return g
+    return None
+
+
+def _row_precision(row: dict) -> str | None:
+    dtype = str(row.get("dtype", "")).replace("torch.", "")
+    if row.get("tf32") is True:
+        return "tf32"
+    return next((p for p, d in WANT.items() if d == dtype and p != "tf32"), None)
+
+
+def measurements(root: Path | None = None) -> dict[str, Measured]:
+    """This project's measurements by GPU key, from every ``*/matmul*.json`` under ``root``."""
+    from .. import results
+    root = Path(root or results.results_dir())
+    out: dict[str, Measured] = {}
+    for path in sorted(root.glob("*/matmul*.json")):
+        try:
+            doc = json.loads(path.read_text())
+            device = doc["machine"]["gpu"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        g = _gpu_for(device)
+        if not g:
+            continue
+        m = out.setdefault(g["key"], Measured(g["key"], device, f"{path.parent.name}/{path.name}"))
+        for part in doc.values():
+            if not isinstance(part, dict):
+                continue
+            if part.get("copy_ceiling_gbs"):
+                m.copy_gbs = max(m.copy_gbs or 0.0, float(part["copy_ceiling_gbs"]))
+            # hand-written kernels ("rows") and the library's tensor-core products ("tensor_cores")
+            for row in part.get("rows", []) + part.get("tensor_cores", []):
+                prec = _row_precision(row)
+                if prec and row.get("tflops"):
+                    m.tflops[prec] = max(m.tflops.get(prec, 0.0), float(row["tflops"]))
+    return out
+
+
+def efficiencies(g: dict, precision: str, meas: dict[str, Measured]) -> tuple[float, float, bool]:
+    """(compute fraction of dense peak, bandwidth fraction of peak, measured?) for GPU row ``g``."""
+    m = meas.get(g["key"])
+    compute, bandwidth, measured = DEFAULT_EFFICIENCY, 1.0, False
+    prec = precision if precision in WANT else "bf16"
+    peak = g.get(peak_key(prec))
+    if m and peak and m.tflops.get(prec):
+        compute, measured = m.tflops[prec] / peak, True
+    if m and m.copy_gbs and g.get("bandwidth_gbs"):
+        bandwidth, measured = m.copy_gbs / g["bandwidth_gbs"], True
+    return compute, bandwidth, measured
+
+
+def describe_measurements(precision: str, meas: dict[str, Measured]) -> list[str]:
+    """One line per measured GPU: what was measured, as a fraction of the data sheet's peak."""
+    lines = []
+    prec = precision if precision in WANT else "bf16"
+    for key, m in sorted(meas.items()):
+        g = data.gpu(key)
+        parts = []
+        if m.tflops.get(prec) and g.get(peak_key(prec)):
+            parts.append(f"{prec} matmul {m.tflops[prec]:,.0f} TFLOP/s = {m.tflops[prec] / g[peak_key(prec)]:.0%} "
+                         f"of dense peak")
+        if m.copy_gbs and g.get("bandwidth_gbs"):
+            parts.append(f"copy {m.copy_gbs:,.0f} GB/s = {m.copy_gbs / g['bandwidth_gbs']:.0%} of peak bandwidth")
+        if parts:
+            lines.append(f"{m.device}: " + ", ".join(parts) + f" ({m.path})")
+    return lines
+
+
+def refusal(stack: str, gpu_key: str | None, task: str, neuron: bool, rocm: bool) -> str | None:
+    """Why a row's software stack cannot be offered for ``task`` (``None``: it can)."""
+    if stack == "cuda" or (stack == "rocm" and rocm):
+        return None
+    if stack == "neuron":
+        if not neuron:
+            return "neuron"
+        return "inferentia" if gpu_key == "inferentia2" and task != "inference" else None
+    return stack  # "rocm" without --rocm, or "none"
+
+
+def _speed(o: Option, g: dict | None, e: Estimate, flops: float | None, meas: dict[str, Measured],
+           fraction: float = 1.0) -> None:
+    """Fill ``o``'s time estimates (left None where the data has no peak or the GPU is fractional)."""
+    w = e.workload
+    if not g or fraction < 1:
+        if fraction < 1:
+            o.note = "fractional GPU: no speed estimate"
+        return
+    compute, bandwidth, o.measured = efficiencies(g, w.precision, meas)
+    peak = g.get(peak_key(w.precision))
+    n = o.count
+    if w.task == "inference":
+        if g.get("bandwidth_gbs"):
+            kv = next((t.bytes for t in e.terms if t.name == "KV cache"), 0.0)
+            weights = min(w.params, w.active_params * w.batch) * BYTES[w.precision]
+            o.decode_tps = w.batch * n * g["bandwidth_gbs"] * GB * bandwidth / (weights + kv)
+            if o.price_per_hour:
+                o.usd_per_mtok = o.price_per_hour / 3600 / o.decode_tps * 1e6
+        if peak:
+            o.prefill_s = 2 * w.active_params * w.seq * w.batch / (n * peak * 1e12 * compute)
+    elif flops and peak:
+        o.hours = flops / (n * peak * 1e12 * compute) / 3600
+        if o.price_per_hour:
+            o.cost = o.hours * o.price_per_hour
+
+
+def options(e: Estimate, flops: float | None = None, headroom: float = HEADROOM, neuron: bool = False,
+            rocm: bool = False, meas: dict[str, Measured] | None = None) -> tuple[list[Option], list[str]]:
+    """The AWS instances and GPUs that hold ``e`` with ``headroom`` and can run its task, with speed
+    estimates; and one line per kind of row left out, saying why."""
+    w = e.workload
+    need = e.total_gb * headroom
+    meas = measurements() if meas is None else meas
+    aws: list[Option] = []
+    ultra: list[Option] = []
+    skipped: dict[str, int] = {}
+    for inst in data.instances():
+        mem = inst.get("accelerator_memory_gib")
+        if not mem or mem * GIB / GB < need:
+            continue
+        why = refusal(inst["stack"], inst.get("gpu"), w.task, neuron, rocm)
+        if why:
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
+        o = Option("aws", inst["name"], inst["accelerator_count"], mem * GIB / GB,
+                   f"{inst['accelerator_count']} x {inst['accelerator']}", inst.get("gpu"),
+                   price_per_hour=inst.get("price_per_hour"), unit=inst.get("unit", "instance"))
+        _speed(o, data.gpu(inst["gpu"]) if inst.get("gpu") else None, e, flops, meas, inst.get("gpu_fraction", 1.0))
+        (ultra if o.unit == "ultraserver" else aws).append(o)
+    out = aws or ultra
+    for g in data.gpus():
+        if g["segment"] == "cloud-only":
+            continue
+        why = refusal(g["stack"], g["key"], w.task, neuron, rocm)
+        if why:
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
+        count = math.ceil(need / g["memory_gb"])
+        if count > MAX_GPUS:
+            continue
+        o = Option("gpu", g["name"], count, g["memory_gb"] * count, g["name"], g["key"],
+                   buy_usd=g["price_usd"] * count if g.get("price_usd") else None)
+        _speed(o, g, e, flops, meas)
+        out.append(o)
+    notes = []
+    if skipped.get("neuron"):
+        notes.append(f"{_rows(skipped['neuron'])} with AWS Trainium or Inferentia: they run the Neuron SDK, not "
+                     "CUDA (add --neuron; Inferentia serves inference only)")
+    if skipped.get("inferentia"):
+        notes.append(f"{_rows(skipped['inferentia'])} with AWS Inferentia: built for inference, not training")
+    if skipped.get("rocm"):
+        notes.append(f"{_rows(skipped['rocm'])} with AMD Instinct GPUs: they run ROCm, not CUDA (add --rocm)")
+    if skipped.get("none"):
+        notes.append(f"{_rows(skipped['none'])} without an ML software stack (G4ad's Radeon Pro V520)")
+    if aws and ultra:
+        notes.append(f"{_rows(len(ultra), 'UltraServer')} also holding it: shown only when no single instance does")
+    return out, notes
+
+
+def _rows(n: int, what: str = "row") -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def ranked(opts: list[Option], kind: str) -> tuple[list[Option], list[Option]]:
+    """Options of ``kind``: those with a price, cheapest first, and those without one, apart."""
+    mine = [o for o in opts if o.kind == kind]
+    priced = sorted((o for o in mine if o.price), key=lambda o: (o.price, o.count, o.name))
+    unpriced = sorted((o for o in mine if not o.price), key=lambda o: (o.memory_gb, o.name))
+    return priced, unpriced
