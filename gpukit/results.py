@@ -112,13 +112,19 @@ def resolve(target: str):
     return getattr(importlib.import_module(module), func)
 
 
+#: the modules of a chapter that register page views, where they exist
+VIEW_MODULES = ("views", "card")
+
+
 def view_modules() -> list[str]:
-    """The modules that register a chapter's page views: ``gpukit.<slug>.views`` where it exists."""
+    """The modules that register a chapter's page views: ``gpukit.<slug>.views`` (tables and
+    plots) and ``gpukit.<slug>.card`` (the card at the top of its page), where they exist."""
     mods = []
     for c in CHAPTERS:
-        name = f"{c.package}.views"
-        if importlib.util.find_spec(c.package) is not None and importlib.util.find_spec(name) is not None:
-            mods.append(name)
+        if importlib.util.find_spec(c.package) is None:
+            continue
+        mods += [f"{c.package}.{m}" for m in VIEW_MODULES
+                 if importlib.util.find_spec(f"{c.package}.{m}") is not None]
     return mods
 
 
