@@ -54,10 +54,10 @@ def query() -> dict:
 # ## Three kernels, each checked, then timed on a GPU
 
 # %%
-def _time(fn, nbytes=None, repeat=10):
+def _time(fn, name, nbytes=None, repeat=10):
     if SIMULATED:
-        return {}
-    return bench.bench(fn, timer="numba", warmup=2, repeat=repeat, bytes=nbytes).to_dict()
+        return {"name": name}
+    return bench.bench(fn, timer="numba", name=name, warmup=2, repeat=repeat, bytes=nbytes).to_dict()
 
 
 # --8<-- [start:experiments]
@@ -77,8 +77,8 @@ def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
         ref = hx.astype(np.float64).sum()
         if not abs(got - ref) <= 1e-4 * ref:
             raise AssertionError(f"read sum: {got} != {ref}")
-        t = _time(lambda: read_sum[grid, 256](x, partial), nbytes=4 * n)
-        rows.append({"name": f"read, {blocks_per_sm * 8} warps per SM", **t})
+        rows.append(_time(lambda: read_sum[grid, 256](x, partial),
+                          f"read, {blocks_per_sm * 8} warps per SM", nbytes=4 * n))
 
     # 2. Strided copies: thread i reads element i * stride.
     for stride in (1, 8, 32):
@@ -87,8 +87,8 @@ def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
         strided_copy[(m + 255) // 256, 256](x, out, stride)
         if not np.array_equal(out.copy_to_host(), hx[: m * stride: stride]):
             raise AssertionError(f"strided copy, stride {stride}: wrong elements")
-        t = _time(lambda: strided_copy[(m + 255) // 256, 256](x, out, stride), nbytes=8 * m)
-        rows.append({"name": f"strided copy, stride {stride}", **t})
+        rows.append(_time(lambda: strided_copy[(m + 255) // 256, 256](x, out, stride),
+                          f"strided copy, stride {stride}", nbytes=8 * m))
 
     # 3. Divergence: k paths inside each warp, one path per warp, no branch. Same results.
     nd = min(n, 1024 if SIMULATED else 2**20) // 1024 * 1024
@@ -97,8 +97,8 @@ def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
         out = cuda.to_device(np.full(nd, np.nan, dtype=np.float32))
         paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode)
         outs.append(out.copy_to_host())
-        t = _time(lambda: paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode))
-        rows.append({"name": f"{k_paths} paths, {label}", **t})
+        rows.append(_time(lambda: paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode),
+                          f"{k_paths} paths, {label}"))
     ref = paths_reference(hx[:nd], k_paths, iters)
     if not all(np.array_equal(outs[0], o) for o in outs[1:]):
         raise AssertionError("the three divergence kernels disagree")

@@ -12,7 +12,8 @@
 # left out unless you ask for it (`--compile`): its first call alone can take longer than the
 # rest of the script. `gpukit bench ladder` runs every level, each in a fresh process.
 #
-# Run it: `python examples/ladder.py --rows 32768 --cols 4096 --json out.json`
+# Run it: `python examples/ladder.py --rows 8192 --cols 4096 --json out.json` (the defaults on a
+# GPU; `gpukit bench ladder` times a matrix of 32768 rows)
 
 # %%
 # --8<-- [start:setup]

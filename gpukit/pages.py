@@ -9,8 +9,10 @@ themselves with the ``@renderer`` / ``@data_renderer`` decorators.
 A view of a machine that did not record a part says so by raising :class:`NotRecorded`
 (reading a missing top-level part of the file does that by itself); any other error
 fails the build. Every block is followed by a caption naming the hardware, date,
-code version and source file. Also here: Markdown tables, number formats, inline SVG
-plots and the machine titles that the views share.
+code version and source file. The reference machine's block comes first and open; other
+machines' blocks follow, each collapsed under "Also measured on ...". Also here: Markdown
+tables, number formats, inline SVG plots, the machine titles that the views share, and
+:func:`card`, the box at the top of a chapter.
 """
 
 from __future__ import annotations
@@ -180,22 +182,84 @@ def render_data(name: str, view: str) -> str:
 
 
 def render(name: str, view: str, *, root: Path | None = None) -> str:
-    """Markdown for one view of one benchmark, for every machine that recorded it."""
+    """Markdown for one view of one benchmark, for every machine that recorded it.
+
+    The reference machine's block (:func:`gpukit.results.reference_machine`) comes first, then
+    the machines with a GPU, then the others; each block ends with its caption (inside the box,
+    for a chapter's ``card``). Every block after the first is collapsed under "Also measured on
+    <machine>".
+    """
     _load_modules()
     fn = RENDERERS.get((name, view))
     if fn is None:
         raise MissingResults(f"no renderer for results {name}:{view}")
     found = results.load(name, root=root)
+    ref = results.reference_machine()
     blocks = []
-    for slug, data in sorted(found.items(), key=lambda kv: (kv[1]["machine"].get("gpu") is None, kv[0])):
+    for slug, data in sorted(found.items(), key=lambda kv: (kv[0] != ref, kv[1]["machine"].get("gpu") is None,
+                                                             kv[0])):
         try:
             body = fn(slug, Record(data))
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:
-            blocks.append(body + "\n\n" + caption(data, slug, name))
+            inside = "    " if view == "card" else ""   # a card's caption goes inside its box
+            block = body + "\n\n" + inside + caption(data, slug, name)
+            blocks.append(block if not blocks else collapsed(f"Also measured on {machine_title(data)}", block))
     if not blocks:
         raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}")
     return "\n\n".join(blocks)
+
+
+def collapsed(title: str, markdown: str) -> str:
+    """A closed box with ``title`` that opens on a click, holding ``markdown``.
+
+    It looks like Material's ``??? note`` but is written as HTML with ``markdown="1"``: the
+    content stays unindented, so raw HTML blocks in it (an inline SVG plot) reach the page
+    untouched, which an indented ``???`` block would not guarantee.
+    """
+    return f'<details class="note" markdown="1">\n<summary>{title}</summary>\n\n{markdown}\n\n</details>'
+
+
+#: where a chapter card shows the page's reading time; the site build fills it in
+READING_TIME = "<!-- reading-time -->"
+
+
+def chapter_link(slug: str) -> str:
+    """A Markdown link to a chapter's page, with the chapter's title (from the list of chapters)."""
+    c = results.chapter(slug)
+    return f"[{c.title}]({c.page})"
+
+
+def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str) -> str:
+    """The card at the top of a chapter: a Material admonition with what the chapter teaches,
+    what to know first, the reading time and the takeaways.
+
+    ``needs`` holds chapter slugs (linked with their titles) or Markdown. The takeaways are
+    sentences whose numbers the calling view computed from results or data (``source`` says
+    where from, as in "measured on NVIDIA H200, 2026-11-30").
+    """
+    def items(lines: list[str], mark: str) -> list[str]:
+        return [f"    {mark} {line}" for line in lines]
+
+    first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
+             *items(learn, "-"), "",
+             f"    **You need first:** {first}. **Reading time:** {READING_TIME}", "",
+             f"    **Takeaways**, {source}:", "", *items(takeaways, "1."), ""]
+    return "\n".join(lines)
+
+
+def card_renderer(name: str):
+    """Register ``fn(data) -> Markdown`` as the ``card`` view of results ``name``: drawn from
+    the reference machine's file only (the page's prose is written around that machine)."""
+    def deco(fn):
+        def view(slug: str, data: dict) -> str:
+            if slug != results.reference_machine():
+                raise NotRecorded(slug)
+            return fn(data)
+        RENDERERS[(name, "card")] = view
+        return fn
+    return deco
 
 

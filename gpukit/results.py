@@ -78,6 +78,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
             multi_gpu=("cats_vs_dogs_ddp",)),
     Chapter("matmul", "Matrix multiplication"),
+    Chapter("glossary", "Glossary", benchmarks={}),
 )
 
 

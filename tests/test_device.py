@@ -40,3 +40,11 @@ def test_simulator_switch_in_fresh_process():
             "else type(cuda).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.startswith("True")
+
+
+def test_fp32_lanes_and_peak_from_the_machine_record():
+    assert device.fp32_lanes_per_sm("7.5") == 64 and device.fp32_lanes_per_sm("8.0") == 64
+    assert device.fp32_lanes_per_sm("8.6") == 128 and device.fp32_lanes_per_sm("9.0") == 128
+    assert device.fp32_lanes_per_sm("5.2") is None and device.fp32_lanes_per_sm(None) is None
+    h200 = {"compute_capability": "9.0", "multiprocessors": 132, "sm_clock_mhz": 1980.0}
+    assert abs(device.fp32_peak(h200)["tflops"] - 66.9) < 0.05

@@ -12,7 +12,7 @@ from numba import cuda
 
 from gpukit import pages, results
 from gpukit.gpu_anatomy import host, kernels, measure
-from tests.helpers import ROOT, cpu_results_file
+from tests.helpers import ROOT, cpu_results_file, run_without_gpu
 
 H200 = json.loads((ROOT / "results" / "nvidia-h200" / "doctor.json").read_text())["machine"]["gpu"]
 
@@ -261,7 +261,7 @@ def test_gpu_renderers_on_a_synthetic_file(cpu_results, tmp_path):
     assert "500 ns" in little and "3,200 GB/s" in little and "1.5 MiB" in little
     assert "(queue ran dry)" in pages.render(measure.NAME, "launch", root=tmp_path)
     graph = pages.render(measure.NAME, "graph", root=tmp_path)
-    assert "5.0x" in graph and "identical: yes" in graph
+    assert "5.0x" in graph and "| 10.00 ms | yes |" in graph
     table = pages.render(measure.NAME, "occupancy-table", root=tmp_path)
     assert "| 3,200 |" in table and "| 50 |" in table and "| 80 % |" in table
     # one 4-byte load per thread, 1 warp on each of 132 SMs: 16,896 bytes in flight at 50 GB/s
@@ -280,6 +280,62 @@ def test_gpu_renderers_on_a_synthetic_file(cpu_results, tmp_path):
         plot = svg.split("\n\n<small>")[0]
         assert plot.startswith('<div class="gpukit-plot" markdown="0">') and plot.endswith("</div>")
         assert "\n\n" not in plot and "<metadata>" not in plot
+
+
+def _header_cells(md: str) -> list[list[str]]:
+    """The header cells of every Markdown table in ``md``."""
+    lines = md.splitlines()
+    return [[c.strip() for c in lines[i - 1].strip().strip("|").split("|")]
+            for i, line in enumerate(lines) if i and line.startswith(("| :--", "| --:"))]
+
+
+def test_every_table_column_has_a_header(cpu_results, tmp_path):
+    _, data = cpu_results
+    (tmp_path / "test-gpu").mkdir()
+    (tmp_path / "test-gpu" / f"{measure.NAME}.json").write_text(json.dumps(_synthetic_gpu(data)))
+    for view in ("launch", "graph", "little", "latency", "occupancy-table", "occupancy-latency",
+                 "strided-traffic", "divergence-summary"):
+        headers = _header_cells(pages.render(measure.NAME, view, root=tmp_path))
+        assert headers, view
+        for cells in headers:
+            assert all(cells), (view, cells)
+
+
+def test_divergence_plot_gives_every_series_its_own_style(cpu_results, tmp_path, monkeypatch):
+    """Two pairs of series nearly coincide: each must differ in line style or marker, so that
+    none hides under another."""
+    import importlib
+    importlib.import_module("gpukit.gpu_anatomy.views")            # registers the renderers
+    _, data = cpu_results
+    figures = []
+    monkeypatch.setattr(pages, "svg", lambda fig: figures.append(fig) or "<svg/>")
+    pages.RENDERERS[(measure.NAME, "divergence")]("test-gpu", _synthetic_gpu(data))
+    lines = figures[0].axes[0].get_lines()
+    assert len(lines) == len(kernels.DIVERGENCE_MODES) + 1            # three versions and k x one path
+    looks = {(line.get_linestyle(), line.get_marker(), line.get_linewidth(), line.get_markersize())
+             for line in lines}
+    assert len(looks) == len(lines)
+    assert all(len(line.get_xdata()) == len(kernels.PATHS) for line in lines)   # no point dropped
+
+
+def _example_rows_timed():
+    """In a fresh process: the example's experiments, timed as on a GPU (gpukit.bench, on the
+    simulator's wall clock): the names its rows carry."""
+    import importlib.util
+    import types
+    spec = importlib.util.spec_from_file_location("gpu_anatomy_example", ROOT / "examples" / "gpu_anatomy.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.SIMULATED = False                       # time every kernel, as on a GPU
+    example.cuda.get_current_device = lambda: types.SimpleNamespace(MULTIPROCESSOR_COUNT=1)
+    return [r["name"] for r in example.experiments(1024, 2, 1)]
+
+
+def test_example_rows_carry_their_names_when_timed():
+    names = run_without_gpu("tests.test_gpu_anatomy:_example_rows_timed")
+    assert len(names) == 8 and len(set(names)) == 8, names
+    assert not any("lambda" in n for n in names), names
+    assert names[0] == "read, 8 warps per SM" and names[-1].startswith("2 paths, no branch")
 
 
 def test_plot_survives_markdown(cpu_results):

@@ -499,6 +499,18 @@ def test_example_refuses_bad_sizes_in_one_line(args):
     assert_one_line_error(proc)
 
 
+def test_example_run_it_line_shows_its_defaults():
+    """The example's "Run it" line gives the sizes it uses by default on a GPU (it once said
+    32768 rows while the example ran 8192)."""
+    import re
+    src = (ROOT / "examples" / "ladder.py").read_text()
+    run_it = next(line for line in src.splitlines() if line.startswith("# Run it:"))
+    for option in ("rows", "cols"):
+        shown = re.search(rf"--{option} (\d+)", run_it)
+        default = re.search(rf'"--{option}", type=int, default=\d+ if SIMULATED else (\d+)\)', src)
+        assert shown and default and shown.group(1) == default.group(1), (option, run_it)
+
+
 # ------------------------------------------------------------------ on the GPU
 
 GPU_LEVELS = ["torch-eager", "torch-softmax", "torch-compile", "cupy-array", "cupy-kernels",

@@ -359,8 +359,9 @@ def fabricated(gpu_name="NVIDIA Test GPU"):
                                     "08-warptile": {"errors": 0, "verified": 2}}}
                     for tool in ("memcheck", "racecheck")]}
     machine = {"date": "2026-01-02T03:04:05+00:00", "slug": "test-gpu",
-               "gpu": {"name": gpu_name}, "cpu": {"model": "Test CPU", "usable_cpus": 8},
-               "cuda": {}}
+               "gpu": {"name": gpu_name, "compute_capability": "9.0", "multiprocessors": 100,
+                       "sm_clock_mhz": 2000.0},
+               "cpu": {"model": "Test CPU", "usable_cpus": 8}, "cuda": {}}
     return machine, {"gpu": {"n": 4096, "flops": 2 * 4096.0**3, "rows": rows, "copy_ceiling_gbs": 4000.0,
                              "failed": [{"name": "broken", "error": "Mismatch: boom"}],
                              "sanitizer": san,
@@ -402,11 +403,68 @@ def test_sweep_tensor_core_sanitizer_and_cpu_renderers(results_root):
 
 def test_roofline_renderer(results_root):
     md = pages.render("matmul", "roofline", root=results_root)
-    assert "They cross at 12.5 FLOP/byte" in md and "683 FLOP/byte" in md
-    # naive: 0.25 FLOP/byte x 4000 GB/s = 1 TFLOP/s roof; 08: 32 FLOP/byte, compute bound
-    assert "| `01-naive-numba` | 0.25 | 1.00 | 2.00 | memory |" in md
+    # compute roof: the FP32 peak of the machine record, 100 SMs x 128 lanes x 2 x 2 GHz = 51.2
+    # TFLOP/s, not cuBLAS (50 TFLOP/s in this file); HBM roof: the copy, 4000 GB/s
+    assert "100 SMs x 128 FP32 lanes x 2 FLOP x 2,000 MHz = 51.2 TFLOP/s" in md
+    assert "4,000 GB/s; they cross at 12.8 FLOP/byte" in md and "up to 683 FLOP/byte" in md
+    assert "no bandwidth measured in this results file, so no roof" in md
+    assert "cuBLAS in the same run: 50.00 TFLOP/s (98 % of the peak), a measured speed, not a roof" in md
+    # naive: 0.25 FLOP/byte of loads; 4000 GB/s x 0.25 = 1 TFLOP/s if every load came from HBM
+    t = _fabricated_tflops("01-naive-numba")
+    assert f"| `01-naive-numba` | {t:.2f} | {100 * t / 51.2:.1f} % | 0.25 | {t * 4000:,.0f} | 1.00 (HBM; exceeded" in md
+    # 04: 32 x 32 tiles, 8 FLOP/byte from L2, 32 TFLOP/s if from HBM; 0.25 FLOP/byte of shared loads
+    t = _fabricated_tflops("04-smem-cuda")
+    assert f"| `04-smem-cuda` | {t:.2f} | {100 * t / 51.2:.1f} % | 8.00 | {t * 1000 / 8:,.0f} | 32.00 (HBM) | 0.25 |" in md
+    # 08: 32 FLOP/byte x 4000 GB/s = 128 TFLOP/s, above the peak: the peak is the roof there
     t = _fabricated_tflops("08-warptile")
-    assert f"| `08-warptile` | 32.00 | 50.00 | {t:.2f} | compute |" in md
+    assert f"| `08-warptile` | {t:.2f} | {100 * t / 51.2:.1f} % | 32.00 | {t * 1000 / 32:,.0f} | 51.20 (the FP32 peak) | 2.00 |" in md
+    assert "| `cublas`" not in md and "memory |" not in md
+
+
+def test_roofline_peak_comes_from_the_machine_record():
+    h200 = {"compute_capability": "9.0", "multiprocessors": 132, "sm_clock_mhz": 1980.0}
+    assert mv.fp32_peak(h200)["tflops"] == pytest.approx(66.9, abs=0.05)
+    a100 = {"compute_capability": "8.0", "multiprocessors": 108, "sm_clock_mhz": 1410.0}
+    assert mv.fp32_peak(a100)["tflops"] == pytest.approx(19.5, abs=0.05)
+    assert mv.fp32_peak({"compute_capability": "9.0", "multiprocessors": 132}) is None   # no clock
+    assert mv.fp32_peak({"compute_capability": "1.0", "multiprocessors": 1, "sm_clock_mhz": 1.0}) is None
+
+
+def test_roofline_without_a_known_peak_says_so(tmp_path):
+    machine, data = fabricated()
+    machine["gpu"] = {"name": "NVIDIA Test GPU"}
+    results.save("matmul", data, root=tmp_path, machine=machine)
+    md = pages.render("matmul", "roofline", root=tmp_path)
+    assert "compute roof**: not known" in md and "% of FP32 peak" in md
+    assert "<svg" in pages.render("matmul", "roofline-plot", root=tmp_path)
+
+
+def test_roofline_plot_draws_the_measured_roofs(results_root):
+    md = pages.render("matmul", "roofline-plot", root=results_root)
+    assert md.startswith('<div class="gpukit-plot"') and "<svg" in md
+    assert "FP32 peak: 100 SMs x 128 lanes x 2 x 2,000 MHz (machine record), 51.2 TFLOP/s" in md
+    assert "HBM roof: device copy measured in this run, 4,000 GB/s" in md
+    assert "no L2 or shared-memory" in md and "cuBLAS, same run: 50.0 TFLOP/s (a speed, not a roof)" in md
+    assert "04-smem-cuda" in md
+
+
+def test_thread_tiles_match_the_block_tiles_and_the_kernels():
+    import re
+    for kernel, (tm, tn) in mv.THREAD_TILES.items():
+        bm, bn = mv.BLOCK_TILES[kernel]
+        if kernel in mm.CUDA_C_LAUNCH:
+            threads = math.prod(mm.CUDA_C_LAUNCH[kernel][3])
+        else:
+            threads = mm.THREADS * mm.THREADS
+        assert tm * tn * threads == bm * bn, kernel
+    # the warp-tiled kernels: a thread owns (WMITER x TM) x (WNITER x TN) outputs
+    src = (ROOT / "gpukit" / "matmul" / "matmul.cu").read_text()
+    for kernel, (name, *_rest) in mm.CUDA_C_LAUNCH.items():
+        m = re.search(rf"WARPTILE_KERNEL\({name}, (.*)\)", src)
+        if m:
+            *_, wmiter, wniter, tm, tn = (int(v) for v in m.group(1).split(","))
+            assert mv.THREAD_TILES[kernel] == (wmiter * tm, wniter * tn), kernel
+    assert set(mv.THREAD_TILES) == set(mv.BLOCK_TILES)
 
 
 def test_block_tiles_match_the_kernels():
@@ -455,3 +513,7 @@ def test_bench_command_prints_every_part(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "== matmul (gpu), n = 4,096" in out and "08-warptile" in out
 
+
+
+def test_small_sweep_sizes_are_timed_back_to_back():
+    assert mb.sweep_batch(512) > 1 and mb.sweep_batch(1024) > 1 and mb.sweep_batch(8192) == 1

@@ -55,7 +55,8 @@ def data_markers():
 @pytest.mark.parametrize("page, name, view", list(data_markers()))
 def test_every_docs_data_marker_renders(page, name, view):
     md = pages.render_data(name, view)
-    assert "|" in md or "<figure" in md or "```" in md  # a table, figures or a code block
+    # a table, figures, a code block, or a chapter's card
+    assert "|" in md or "<figure" in md or "```" in md or md.startswith("!!! abstract gpukit-card")
 
 
 def test_fmt_ratio_keeps_small_ratios_readable():
@@ -123,3 +124,132 @@ def test_remeasuring_one_part_keeps_the_others_stamps(tmp_path):
     assert saved["stamps"]["b"]["machine"]["cuda"]["driver"] == "2.0"
     text = pages.caption(saved, old["slug"], "demo_part")
     assert "2020-01-01" in text and "part `b` re-measured 2026-11-30" in text
+
+
+def test_the_reference_machine_comes_first_and_the_others_collapsed(tmp_path, monkeypatch):
+    machine = {**device.machine_record(), "slug": "cpu-box"}
+    results.save("demo_order", {"rows": [1]}, root=tmp_path, machine=machine)
+    results.save("demo_order", {"rows": [1, 2]}, root=tmp_path, machine={**machine, "slug": "ref-box"})
+    monkeypatch.setenv("GPUKIT_REFERENCE", "ref-box")
+
+    @pages.renderer("demo_order", "rows")
+    def rows(slug, data):
+        return f"rows {len(data['rows'])}"
+
+    try:
+        md = pages.render("demo_order", "rows", root=tmp_path)
+    finally:
+        pages.RENDERERS.pop(("demo_order", "rows"))
+    ref, other = md.index("rows 2"), md.index("rows 1")
+    assert ref < md.index("`results/ref-box/") < other < md.index("`results/cpu-box/")
+    assert "<details" not in md[:ref]                       # the reference machine's block is open
+    box = md[md.index("<details"):]
+    assert box.startswith('<details class="note" markdown="1">\n<summary>Also measured on ')
+    assert pages.machine_title(results.load("demo_order", root=tmp_path)["cpu-box"]) in box
+    assert "rows 1" in box and box.rstrip().endswith("</details>")
+
+
+def test_a_card_shows_the_reference_machine_only(tmp_path, monkeypatch):
+    machine = device.machine_record()
+    for slug in ("ref-box", "other-box"):
+        results.save("demo_card", {"n": 3}, root=tmp_path, machine={**machine, "slug": slug})
+    monkeypatch.setenv("GPUKIT_REFERENCE", "ref-box")
+
+    @pages.card_renderer("demo_card")
+    def card(data):
+        return pages.card(["one thing"], ["why_gpus", "[Installing CUDA](installing-cuda.md)"],
+                          [f"{data['n']} takeaways"], source="measured here")
+
+    try:
+        md = pages.render("demo_card", "card", root=tmp_path)
+    finally:
+        pages.RENDERERS.pop(("demo_card", "card"))
+    assert md.startswith('!!! abstract gpukit-card "In this chapter"')
+    assert "other-box" not in md and "<details" not in md
+    assert "[Why CPUs alone are not enough](why-gpus.md), [Installing CUDA](installing-cuda.md)" in md
+    assert pages.READING_TIME in md and "    1. 3 takeaways" in md
+    caption = md.splitlines()[-1]                           # the caption sits inside the box
+    assert caption.startswith("    <small>Measured on") and "`results/ref-box/demo_card.json`" in caption
+
+
+def docs_cards():
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        m = re.search(r"<!--\s*(results|data):([\w-]+):card\s*-->", page.read_text())
+        if m:
+            yield page.name, m.group(1), m.group(2)
+
+
+#: the chapters a reader goes through, each opening with a card
+CARD_PAGES = {"why-gpus.md", "gpu-anatomy.md", "cloud.md", "vector-add.md", "timing.md", "ladder.md",
+              "mandelbrot.md", "cats-vs-dogs.md", "matmul.md"}
+
+
+def test_every_chapter_has_a_card_under_its_title():
+    import importlib.util
+    with_card = {page for page, _, _ in docs_cards()}
+    with_module = {c.page for c in results.CHAPTERS if importlib.util.find_spec(f"{c.package}.card")}
+    assert CARD_PAGES <= with_card and with_card == with_module
+    for page in with_card:
+        lines = [line for line in (ROOT / "docs" / page).read_text().splitlines() if line.strip()]
+        assert lines[0].startswith("# ") and re.fullmatch(r"<!-- (results|data):\w+:card -->", lines[1]), page
+
+
+@pytest.mark.parametrize("page, kind, name", list(docs_cards()))
+def test_every_card_says_what_to_learn_and_three_takeaways(page, kind, name):
+    md = (pages.render_data(name, "card") if kind == "data"
+          else pages.render(name, "card", root=ROOT / "results"))
+    body = md.split("**Takeaways**")
+    assert len(body) == 2 and "**You will learn**" in body[0] and pages.READING_TIME in body[0]
+    learn = [line for line in body[0].splitlines() if line.startswith("    - ")]
+    takeaways = [line for line in body[1].splitlines() if line.startswith("    1. ")]
+    assert 3 <= len(learn) <= 4 and len(takeaways) == 3, md
+    assert all(re.search(r"\d", t) for t in takeaways)     # each takeaway carries a number
+    for link in re.findall(r"\]\(([\w-]+\.md)\)", body[0]):
+        assert (ROOT / "docs" / link).exists(), link
+
+
+def _hook():
+    """The site's build hook (docs/_hooks/results.py), imported as a module."""
+    import importlib.util
+    pytest.importorskip("mkdocs")
+    spec = importlib.util.spec_from_file_location("gpukit_site_hook", ROOT / "docs" / "_hooks" / "results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_run_of_blocks_from_one_file_shows_its_caption_once():
+    hook = _hook()
+    cap = {"a": "<small>Measured on A. Source: `results/m/a.json`.</small>",
+           "b": "<small>Measured on B. Source: `results/m/b.json`.</small>"}
+    md = ("# T\n\n<!-- results:a:x -->\n\ntext\n\n<!-- results:a:y -->\n\n<!-- results:b:x -->\n\n"
+          "## Next\n\n<!-- results:b:y -->\n")
+    out = hook.substitute_markers(md, lambda m: f"[{m.group(2)}:{m.group(3)}]\n\n{cap[m.group(2)]}")
+    assert out.count(cap["a"]) == 1 and out.index("[a:y]") < out.index(cap["a"]) < out.index("[b:x]")
+    assert out.count(cap["b"]) == 2          # b:x and b:y are in different sections: both keep theirs
+    assert "[a:x]" in out and "text" in out
+
+
+def test_reading_time_counts_prose_only():
+    hook = _hook()
+    prose = " ".join(["word"] * 400)
+    extra = ("```python\n" + "code " * 5000 + "\n```\n| a | b |\n" + "| x | y |\n" * 500
+             + '<details class="note" markdown="1">' + "other " * 3000 + "</details>\n"
+             + "<small>" + "caption " * 2000 + "</small>\n")
+    assert hook.reading_minutes(prose) == 2 and hook.reading_minutes(prose + "\n\n" + extra) == 2
+    assert hook.reading_minutes("one word") == 1
+
+
+def test_long_logs_keep_their_first_and_last_lines():
+    hook = _hook()
+    log = "\n".join(f"epoch {i}" for i in range(1, 251)) + "\nsummary\n"
+    out = hook.trim_log(log, "results/x/notebooks/y.ipynb")
+    lines = out.splitlines()
+    assert lines[:hook.LOG_HEAD] == log.splitlines()[:hook.LOG_HEAD]
+    assert lines[-hook.LOG_TAIL:] == log.splitlines()[-hook.LOG_TAIL:] and lines[-1] == "summary"
+    hidden = 251 - hook.LOG_HEAD - hook.LOG_TAIL
+    assert f"... {hidden} lines not shown" in lines[hook.LOG_HEAD] and "y.ipynb" in lines[hook.LOG_HEAD]
+    short = "\n".join(f"line {i}" for i in range(20))
+    assert hook.trim_log(short, "x") == short                       # short outputs stay whole
+    colored = log.replace("epoch 5", '<span class="ansi-red-fg">epoch 5</span>')
+    assert hook.trim_log(colored, "x") == colored                   # markup is never cut

@@ -1,10 +1,13 @@
 """The built site in a real browser (headless Chromium through Playwright).
 
-Every page loads with no console error and no request to any host but 127.0.0.1
-(the site works offline), every image loads, code blocks have copy buttons,
-search finds "kernel" and "bandwidth", and the light/dark toggle switches the
-colour scheme. A screenshot of every page is saved under
-``$GPUKIT_SCREENSHOTS`` (default: ``site-screenshots/`` in the project).
+Every page is visited at a desktop (1400 x 900) and a phone (390 x 844) viewport, in the light
+and the dark colour scheme. Each visit: no console error and no request to any host but
+127.0.0.1 (the site works offline), every picture loads (images decode, inline SVGs have a
+size), no page is wider than the viewport (tables and code scroll inside their own box),
+code blocks have copy buttons, and no plot is blank. Search finds "kernel" and "bandwidth",
+and the light/dark toggle switches the colour scheme. A screenshot of every page at both sizes,
+in both schemes, is saved under ``$GPUKIT_SCREENSHOTS`` (default: ``site-screenshots/`` in the
+project), as ``<page>-<desktop|phone>[-dark].png``.
 """
 
 import functools
@@ -64,9 +67,14 @@ def pages(site_dir: Path) -> list[str]:
     return found
 
 
-def visit(browser, url: str, shot: Path | None = None, dark: bool = False):
+VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
+SCHEMES = ("light", "dark")
+
+
+def visit(browser, url: str, shot: Path | None = None, dark: bool = False,
+          size: tuple[int, int] = (1280, 900)):
     """Load a page; return (console errors, outside requests, failed requests, page)."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900},
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]},
                               color_scheme="dark" if dark else "light")
     page = ctx.new_page()
     errors, outside, failed = [], [], []
@@ -81,19 +89,62 @@ def visit(browser, url: str, shot: Path | None = None, dark: bool = False):
     return errors, outside, failed, page
 
 
-def test_every_page_loads_cleanly_offline(site, browser):
+#: Every picture of a page, collapsed boxes opened: images that do not decode (their alt text
+#: or address) and shown inline SVGs with no size (their first characters).
+BROKEN_PICTURES = """async () => {
+    document.querySelectorAll('article details').forEach(d => d.open = true);
+    const broken = [];
+    for (const img of Array.from(document.images)) {
+        img.loading = 'eager';
+        try { await img.decode(); } catch (e) { }
+        if (!img.complete || img.naturalWidth === 0) broken.push(img.alt || img.src.slice(0, 60));
+    }
+    for (const svg of document.querySelectorAll('article svg')) {
+        if (!svg.checkVisibility({checkVisibilityCSS: true})) continue;   // an inactive tab
+        const box = svg.getBoundingClientRect();
+        if (box.width === 0 || box.height === 0) broken.push('svg ' + svg.outerHTML.slice(0, 60));
+    }
+    return broken;
+}"""
+
+#: The first elements that reach past the viewport's right edge outside any box that scrolls
+#: (what makes a page scroll sideways as a whole).
+TOO_WIDE = """(vw) => {
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.right <= vw + 1) continue;
+        let p = el.parentElement, boxed = false;
+        for (; p && p !== document.body; p = p.parentElement) {
+            const o = getComputedStyle(p).overflowX;
+            if (o !== 'visible' && p.getBoundingClientRect().right <= vw + 1) { boxed = true; break; }
+        }
+        if (!boxed) out.push(el.tagName.toLowerCase() + '.' + el.className + ' ' + Math.round(r.right) + ' px');
+    }
+    return out.slice(0, 3);
+}"""
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
     site_dir, base = site
     shots = Path(os.environ.get("GPUKIT_SCREENSHOTS", ROOT / "site-screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
+    width, height = VIEWPORTS[viewport]
+    dark = scheme == "dark"
+    suffix = f"-{viewport}" + ("-dark" if dark else "")
     all_pages = pages(site_dir)
     assert len(all_pages) >= 8
     problems = []
     for path in all_pages:
-        name = path.strip("/").replace("/", "_") or "home"
-        errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png")
-        broken = page.evaluate("""() => Array.from(document.images)
-            .filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt || i.src.slice(0, 60))""")
-        blank = _blank_plots(page)
+        name = (path.strip("/").replace("/", "_") or "home") + suffix
+        errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png", dark=dark,
+                                              size=(width, height))
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        colours = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        blank = _blank_plots(page) if (viewport, scheme) == ("desktop", "light") else []
+        broken = page.evaluate(BROKEN_PICTURES)
         code_blocks = page.locator("pre > code").count()
         copy_buttons = page.locator("button[data-md-type='copy'], .md-clipboard").count()
         h1 = page.locator("article h1").count()
@@ -104,16 +155,21 @@ def test_every_page_loads_cleanly_offline(site, browser):
         if failed:
             problems.append(f"{path}: failed requests {failed[:3]}")
         if broken:
-            problems.append(f"{path}: images that did not load {broken[:3]}")
+            problems.append(f"{path}: pictures that did not load {broken[:3]}")
         if blank:
             problems.append(f"{path}: plots that draw nothing: {blank}")
+        if wide > width:
+            problems.append(f"{path}: {wide} px wide in a {width} px viewport: "
+                            f"{page.evaluate(TOO_WIDE, width)}")
+        if colours != ("slate" if dark else "default"):
+            problems.append(f"{path}: colour scheme {colours!r}, not the {scheme} one")
         if code_blocks and not copy_buttons:
             problems.append(f"{path}: {code_blocks} code blocks but no copy button")
         if not h1:
             problems.append(f"{path}: no title")
         page.context.close()
     assert not problems, "\n".join(problems)
-    assert len(list(shots.glob("*.png"))) >= len(all_pages)
+    assert len(list(shots.glob(f"*{suffix}.png"))) >= len(all_pages)
 
 
 def _blank_plots(page) -> list[int]:

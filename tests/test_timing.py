@@ -12,7 +12,7 @@ import pytest
 from gpukit import pages, results
 from gpukit.timing import first_call, kernels, measure, profile, timers, views
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, assert_one_line_error
+from tests.helpers import ROOT, assert_one_line_error, run_without_gpu
 
 
 # ------------------------------------------------------------------ numbers
@@ -156,6 +156,47 @@ def test_example_bad_input(args, needle):
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "timing.py"), *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert needle in assert_one_line_error(proc, code=2)
+
+
+def _example_cache_timing():
+    """In a fresh process without a GPU: the example's cache mistake as it runs on a GPU (GPU
+    set, CUDA graph timing recorded instead of run): the working sets and how each was timed."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("timing_example", ROOT / "examples" / "timing.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    calls = []
+
+    def graph_time(fn, launches, replays=5):
+        fn()                                       # the output is checked after timing
+        calls.append({"launches": launches, "replays": replays})
+        return 1e-3
+
+    def bench(*args, **kwargs):
+        raise AssertionError("the cache mistake must not time one call at a time")
+    example.GPU, example.graph_time = True, graph_time
+    example.bench = type("bench", (), {"bench": staticmethod(bench)})
+    sets = []
+    workload = example.workload
+
+    def recording_workload(m):
+        sets.append(12 * m)                       # x + y + out, float32
+        return workload(m)
+    example.workload = recording_workload
+    row = example.mistake_cache(2**10, 3)
+    return {"sets": sets, "calls": calls, "row": row}
+
+
+def test_example_times_the_cache_mistake_back_to_back():
+    """The cache-resident set must fit in an H200's L2 (60 MiB) and the other be far larger, and
+    both must be timed from CUDA graphs: with one pair of events per call, the host's launch gap
+    made the cache-resident data look slower than memory."""
+    got = run_without_gpu("tests.test_timing:_example_cache_timing")
+    small, large = got["sets"]
+    l2 = 60 * 2**20
+    assert small <= l2 / 2 and large >= 3 * l2, got["sets"]
+    assert [c["launches"] for c in got["calls"]] == [200, 10] and all(c["replays"] == 3 for c in got["calls"])
+    assert set(got["row"]) == {"mistake", "wrong_gbs", "right_gbs"}
 
 
 # ------------------------------------------------------------------ the chapter's tables and plots

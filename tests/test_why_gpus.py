@@ -206,7 +206,7 @@ def test_key_numbers_and_speedups_from_rows():
     assert ["saxpy", xo.LABELS["numba-parallel"], "100", "4.0x", "2.00x"] in rows
 
 
-def test_renderers_mark_the_crossover(quick_run, tmp_path):
+def test_renderers_mark_the_crossover(quick_run, tmp_path, monkeypatch):
     # The CPU results plus GPU rows shaped like a GPU run: checks the plot's markers and ratios.
     _, root = quick_run
     fake = copy.deepcopy(results.load("why_gpus", root=root).popitem()[1])
@@ -228,6 +228,13 @@ def test_renderers_mark_the_crossover(quick_run, tmp_path):
     results.save("why_gpus", fake, root=tmp_path, machine=fake["machine"])
     svg = pages.render("why_gpus", "saxpy-plot", root=tmp_path)
     assert "GPU wins from here: kernel alone (3,162)" in svg and "Fake GPU" in svg
+    # the crossover labels live in the legend, outside the plot area, never on the curves
+    figures = []
+    monkeypatch.setattr(pages, "svg", lambda fig: figures.append(fig) or "<svg/>")
+    xv.plot_svg(fake, "poly")
+    ax = figures[0].axes[0]
+    assert not ax.texts
+    assert "GPU wins from here: kernel alone (3,162)" in [t.get_text() for t in ax.get_legend().get_texts()]
     table = pages.render("why_gpus", "crossover", root=tmp_path)
     assert "3,162" in table and "never (up to 3,200)" in table
     hw = pages.render("why_gpus", "hardware", root=tmp_path)

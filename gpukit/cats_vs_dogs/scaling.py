@@ -1,8 +1,9 @@
 """Data-parallel scaling of the cats-vs-dogs training: the same command on 1 and on N GPUs.
 
 Each run is ``torchrun --standalone --nproc_per_node=N -m gpukit.cli train cats-vs-dogs``
-in a subprocess; this module parses what the command prints (accuracy, wall time,
-images/s, each rank's weight digest) and records it. NVLink multicast stays off
+in a subprocess, with every recipe setting given as an option (recorded with the row); this
+module parses what the command prints (accuracy, wall time, images/s, each rank's weight
+digest) and records it. NVLink multicast stays off
 (NCCL_NVLS_ENABLE=0 and friends), as shared multi-GPU hosts require.
 """
 
@@ -52,6 +53,27 @@ def train_once(data: str, nproc: int, seed: int, extra: list[str], timeout: int 
         return {**row, **parse(proc.stdout)}
 
 
+def recipe_args(**change) -> list[str]:
+    """The training options of one run, every recipe setting spelled out (the command's defaults,
+    from :class:`~gpukit.cats_vs_dogs.loop.TrainConfig`, then ``change``), so that the results
+    file records which recipe it measured, whatever the defaults become later."""
+    from .loop import TrainConfig
+    opts = {**{k: getattr(TrainConfig(), k) for k in RECIPE}, **change}
+    return [a for k in RECIPE for a in (f"--{k.replace('_', '-')}", str(opts[k]))]
+
+
+#: the settings :func:`recipe_args` spells out, in the order of the command line
+RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema")
+
+
+def regime_label(args: list[str], note: str = "") -> str:
+    """What a regime trained, read from its options: '128 px, width 32, lr 0.05, weight average 0.995'."""
+    o = dict(zip(args[::2], args[1::2]))
+    ema = float(o["--ema"])
+    return (f"{o['--img-size']} px, width {o['--width']}, lr {o['--lr']}, "
+            + (f"weight average {o['--ema']}" if ema else "no weight average") + note)
+
+
 def run(n: int | None, repeat: int) -> dict:
     """1 GPU vs all visible GPUs, ``n`` seeds each (default 2), plus one larger-image regime."""
     import torch
@@ -63,12 +85,13 @@ def run(n: int | None, repeat: int) -> dict:
     data = str(default_data_dir())
     seeds = list(range(n or 2))
     rows = []
-    for regime, extra in (("128 px, recipe as in the chapter", []),
-                          ("144 px, width 64 (a longer step)", ["--img-size", "144", "--width", "64",
-                                                                "--epochs", "60"])):
+    for args, note, regime_seeds in ((recipe_args(), "", seeds),
+                                     (recipe_args(img_size=144, width=64, epochs=60), " (a longer step)",
+                                      seeds[:1])):
+        regime = regime_label(args, note)
         for nproc in (1, gpus):
-            for seed in (seeds if not extra else seeds[:1]):
-                row = train_once(data, nproc, seed, extra)
+            for seed in regime_seeds:
+                row = train_once(data, nproc, seed, args)
                 row["regime"] = regime
                 rows.append(row)
                 print(f"  {regime}: {nproc} GPU(s), seed {seed}: "

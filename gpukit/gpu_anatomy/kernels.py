@@ -25,9 +25,6 @@ BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32)
 #: Strides of the coalescing experiment (in elements of 4 bytes).
 STRIDES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
-#: FP32 lanes per multiprocessor by compute capability (NVIDIA's architecture whitepapers);
-#: not in the device query, used only to put the divergence kernel's FLOP/s in proportion.
-FP32_LANES_PER_SM = {"7.0": 64, "8.0": 64, "8.6": 128, "8.9": 128, "9.0": 128}
 #: Number of different paths inside one warp.
 PATHS = (1, 2, 4, 8, 16, 32)
 #: The read kernels of the occupancy sweep: (label, kernel); defined below.

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from .. import pages
-from .kernels import BLOCK_SIZES, DIVERGENCE_MODES, FP32_LANES_PER_SM, PATHS, READ_VARIANTS, littles_law
+from .. import device, pages
+from .kernels import BLOCK_SIZES, DIVERGENCE_MODES, PATHS, READ_VARIANTS, littles_law
 from .measure import NAME
+from . import diagrams  # noqa: F401  (registers the "hierarchy" view)
 
 
 # ------------------------------------------------------------------- tables and plots
@@ -130,7 +131,7 @@ def _register() -> None:
                 ["warps per multiprocessor if each warp has one 4-byte load in flight",
                  f"{law['warps_per_sm_one_load_each']:,.0f} (the hardware holds at most "
                  f"{g['max_threads_per_multiprocessor'] // g['warp_size']})"]]
-        return table(["", ""], rows, "lr")
+        return table(["quantity", "value"], rows, "lr")
 
     @pages.renderer(NAME, "occupancy")
     def occupancy_plot(slug: str, data: dict) -> str:
@@ -298,7 +299,7 @@ def _register() -> None:
         tflops = base.get("tflops")
         if tflops:
             head += f"; the kernel computes at {tflops:.1f} TFLOP/s without a branch"
-        lanes = FP32_LANES_PER_SM.get(g.get("compute_capability"))
+        lanes = device.fp32_lanes_per_sm(g.get("compute_capability"))
         if tflops and lanes and g.get("sm_clock_mhz"):
             peak = g["multiprocessors"] * lanes * 2 * g["sm_clock_mhz"] * 1e6 / 1e12
             head += (f", {100 * tflops / peak:.0f} % of the {peak:.1f} TFLOP/s that "
@@ -312,14 +313,20 @@ def _register() -> None:
     def divergence_plot(slug: str, data: dict) -> str:
         p = _part(data, "divergence")
         plt, fig, ax = _figure(7.5, 3.8)
-        colors = ("#d62728", "#1f77b4", "#2ca02c")
+        # Two pairs of series nearly coincide (paths inside a warp on the k x line; one path per
+        # warp on no branch): each gets its own line style and marker, and the reference line is a
+        # wide pale band underneath, so every series stays visible where they overlap.
+        styles = ({"color": "#d62728", "ls": "-", "marker": "o", "ms": 4, "lw": 1.4, "zorder": 3},
+                  {"color": "#1f77b4", "ls": (0, (5, 3)), "marker": "^", "ms": 9, "mfc": "none",
+                   "mew": 1.4, "lw": 1.4, "zorder": 3},
+                  {"color": "#2ca02c", "ls": "-", "marker": "s", "ms": 3.5, "lw": 1.0, "zorder": 2})
+        base = next(r for r in p["rows"] if r["mode"] == 0 and r["k"] == 1)["median_s"] * 1e3
+        ax.plot(PATHS, [base * k for k in PATHS], color="#999999", lw=7, alpha=0.35,
+                solid_capstyle="round", zorder=1, label="k x the time of one path")
         for mode, label in enumerate(DIVERGENCE_MODES):
             rows = sorted((r for r in p["rows"] if r["mode"] == mode), key=lambda r: r["k"])
-            ax.plot([r["k"] for r in rows], [r["median_s"] * 1e3 for r in rows], "o-", ms=4,
-                    color=colors[mode], label=label)
-        base = next(r for r in p["rows"] if r["mode"] == 0 and r["k"] == 1)["median_s"] * 1e3
-        ax.plot(PATHS, [base * k for k in PATHS], color="gray", ls=":", lw=1,
-                label="k x the time of one path")
+            ax.plot([r["k"] for r in rows], [r["median_s"] * 1e3 for r in rows], label=label,
+                    **styles[mode])
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(list(PATHS), [str(k) for k in PATHS])
@@ -348,12 +355,11 @@ def _register() -> None:
         one_by_one = c["rows"][0]["median_s"]
         rows = []
         for r in c["rows"]:
-            extra = ""
-            if "capture_s" in r:
-                extra = f"capture once: {fmt_time(r['capture_s'])}; result identical: " \
-                        f"{'yes' if r['identical_to_one_by_one'] else 'no'}"
+            captured = "capture_s" in r
             rows.append([r["name"], fmt_time(r["median_s"]), fmt_time(r["per_kernel_s"]),
-                         f"{one_by_one / r['median_s']:.1f}x", extra])
+                         f"{one_by_one / r['median_s']:.1f}x",
+                         fmt_time(r["capture_s"]) if captured else "-",
+                         ("yes" if r["identical_to_one_by_one"] else "no") if captured else "-"])
         head = (f"{c['kernels']:,} dependent kernels, each updating {c['elements']:,} float32 "
                 f"elements (x = 0.999 x + 0.001), then one synchronisation\n\n")
         foot = ""
@@ -365,8 +371,9 @@ def _register() -> None:
                     f"{graph['capture_s'] / one_by_one:.1f} times one chain launched one by one; each "
                     f"replay saves {fmt_time(saved)}, so the recording has paid for itself after "
                     f"{n_replays} replay{'s' if n_replays > 1 else ''}.")
-        return head + table(["how", "whole chain", "per kernel", "vs CuPy one by one", ""], rows,
-                            "lrrrl") + foot
+        return head + table(["how", "whole chain", "per kernel", "vs CuPy one by one",
+                             "recording the graph (once)", "result identical to one by one"], rows,
+                            "lrrrrl") + foot
 
     @pages.renderer(NAME, "simulator")
     def simulator(slug: str, data: dict) -> str:

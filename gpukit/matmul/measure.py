@@ -224,6 +224,12 @@ def tensor_cores(a, b, ref, scale, repeat) -> list[dict]:
     return rows
 
 
+def sweep_batch(n: int) -> int:
+    """Launches timed back to back per sample at size n x n x n: enough that a sample lasts
+    well over the few microseconds a launch costs the host (one per call above 2048)."""
+    return 50 if n <= 1024 else 5 if n <= 2048 else 1
+
+
 def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
     """TFLOP/s of cuBLAS and the given kernels at each n x n x n size."""
     import cupy
@@ -245,11 +251,14 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
                 out.fill(cupy.nan)
                 mm.matmul(a, b, kernel=kernel, out=out)
                 entry["max_err_vs_cublas"] = _check_device(out, ref, scale, s, kernel, factor=2)
+                # small sizes run for microseconds: time many launches back to back between
+                # one pair of events, or a pair per call would time the launch gaps
                 t = bench.bench(lambda: mm.matmul(a, b, kernel=kernel, out=out),
                                 timer=_timer_for(kernel), name=kernel,
                                 repeat=repeat if s <= 4096 else max(3, repeat // 2),
-                                flops=2.0 * s**3)
-                entry.update(median_s=t.median_s, tflops=t.tflops)
+                                flops=2.0 * s**3, batch=sweep_batch(s))
+                entry.update(median_s=t.median_s, tflops=t.tflops, batch=t.batch,
+                             host_median_s=t.host_median_s, host_bound=t.host_bound)
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(entry)

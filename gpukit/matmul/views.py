@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import pages
+from .. import device, pages
 from .measure import AWKWARD
 from .ptxas import PTXAS_NAME
 
@@ -55,14 +55,28 @@ BLOCK_TILES = {"03-smem-numba": (64, 64), "03b-smem-8x8-numba": (128, 128), "04-
                "08-warptile": (128, 128), "09-warptile-128x64": (128, 64),
                "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128)}
 
+#: Outputs each thread computes (rows, columns of C) in the tiled kernels: per step along k a
+#: thread reads rows + columns floats from shared memory for rows x columns multiply-adds
+#: (tests check the product against the block tile and the threads of a block).
+THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8), "04-smem-cuda": (1, 1),
+                "05-1d-blocktile": (8, 1), "06-2d-blocktile": (8, 8), "07-vectorised": (8, 8),
+                "08-warptile": (8, 8), "09-warptile-128x64": (8, 8), "10-warptile-128x256": (16, 8),
+                "11-warptile-bk8": (8, 8)}
+
+#: Kernels without tiles: every multiply-add loads both operands from global memory.
+UNTILED = ("01-naive-numba", "02-coalesced-numba")
+
+#: the FP32 compute roof from the machine record (re-exported: the glossary uses it)
+fp32_peak = device.fp32_peak
+
 
 def tile_intensity(kernel: str) -> float | None:
-    """FLOP per byte read from global memory if every tile load went to DRAM.
+    """FLOP per byte of the kernel's loads from global memory (its tile loads).
 
     A BM x BN block tile reads (BM + BN) floats for each step along k and does
     2 BM BN flops with them; an untiled kernel reads 2 floats per multiply-add.
     """
-    if kernel in ("01-naive-numba", "02-coalesced-numba"):
+    if kernel in UNTILED:
         return 2 / 8
     tile = BLOCK_TILES.get(kernel)
     if tile is None:
@@ -71,29 +85,147 @@ def tile_intensity(kernel: str) -> float | None:
     return 2 * bm * bn / (4 * (bm + bn))
 
 
-@pages.renderer("matmul", "roofline")
-def render_roofline(slug: str, data: dict) -> str:
+def shared_intensity(kernel: str) -> float | None:
+    """FLOP per byte the kernel's threads read from shared memory in the inner loop: a TM x TN
+    thread tile reads TM + TN floats per step along k for TM TN multiply-adds."""
+    tile = THREAD_TILES.get(kernel)
+    if tile is None:
+        return None
+    tm, tn = tile
+    return 2 * tm * tn / (4 * (tm + tn))
+
+
+# The roofline model used here. A kernel's speed is bounded by the compute roof (the FP32
+# peak) and, for each level of the memory hierarchy, by that level's bandwidth times the
+# kernel's FLOP per byte of the traffic *that level serves*:
+#
+# * HBM (device memory) serves the data the first time it is needed. A and B must be read once
+#   and C written once, 12 n^2 bytes for 2 n^3 FLOP: at most n / 6 FLOP per byte. Its roof is
+#   the device copy measured in the same run.
+# * L2 serves the tile loads (the global-memory loads of each block; the loads of the untiled
+#   kernels too, through L1). Each tile is read by many blocks while it stays in L2, so this
+#   traffic is far larger than the HBM traffic: tile_intensity(). Applying the HBM bandwidth to
+#   it gives a roof only for the case where no tile load ever hit in L2.
+# * Shared memory serves the tiled kernels' inner loop: shared_intensity().
+#
+# Only the levels with a bandwidth measured in the results file get a roof; the file holds none
+# for L2 or shared memory, so for them the view gives the kernels' intensities and says that no
+# roof was measured, rather than drawing one. The DRAM traffic a kernel really causes lies
+# between the n / 6 bound and its tile traffic; only a profile (hardware counters) would say.
+
+def _roofline(data: dict) -> dict:
     g = data["gpu"]
     if not g.get("copy_ceiling_gbs"):
         raise pages.NotRecorded("copy_ceiling_gbs")      # not measured in this run: no roofline
-    bw = g["copy_ceiling_gbs"] * 1e9
-    cublas = next(r for r in g["rows"] if r["name"] == "cublas")
-    peak = cublas["tflops"] * 1e12
     n = g["n"]
-    rows = []
+    kernels = []
     for r in g["rows"]:
-        ai = tile_intensity(r["name"])
-        if ai is None or not r.get("tflops"):
+        if r["name"] == "cublas" or not r.get("tflops"):
             continue
-        roof = min(peak, ai * bw)
-        rows.append([f"`{r['name']}`", f"{ai:.2f}", _tf(roof / 1e12), _tf(r["tflops"]),
-                     "memory" if ai * bw < peak else "compute"])
-    head = (f"Memory roof: device copy {g['copy_ceiling_gbs']:,.0f} GB/s; compute roof: cuBLAS "
-            f"fp32 {cublas['tflops']:.1f} TFLOP/s; both measured in this run. They cross at "
-            f"{peak / bw:.1f} FLOP/byte. Reading A and B once and writing C once, "
-            f"n = {n} needs only {2 * n**3 / (12 * n * n):.0f} FLOP/byte.\n\n")
-    return head + pages.table(["kernel", "FLOP per byte of tile loads", "roof there (TFLOP/s)",
-                                "measured (TFLOP/s)", "bound by"], rows)
+        kernels.append({"name": r["name"], "tflops": r["tflops"], "tile": tile_intensity(r["name"]),
+                        "shared": shared_intensity(r["name"])})
+    return {"peak": fp32_peak(data["machine"].get("gpu") or {}), "hbm_gbs": g["copy_ceiling_gbs"],
+            "hbm_intensity": 2 * n**3 / (12 * n * n), "n": n, "kernels": kernels,
+            "cublas": next((r["tflops"] for r in g["rows"] if r["name"] == "cublas"), None)}
+
+
+def _fmt_ai(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
+@pages.renderer("matmul", "roofline")
+def render_roofline(slug: str, data: dict) -> str:
+    m = _roofline(data)
+    peak, bw = m["peak"], m["hbm_gbs"]
+    if peak:
+        compute = (f"**compute roof**: the FP32 peak, {peak['sms']} SMs x {peak['lanes']} FP32 lanes x 2 "
+                   f"FLOP x {peak['mhz']:,.0f} MHz = {peak['tflops']:.1f} TFLOP/s (SM count and clock from "
+                   f"the machine record)")
+    else:
+        compute = "**compute roof**: not known (the machine record lacks the SM count, the clock or the lanes)"
+    head = (f"{compute}; **HBM roof**: the device copy measured in this run, {bw:,.0f} GB/s; "
+            + (f"they cross at {peak['tflops'] * 1e3 / bw:.1f} FLOP/byte; " if peak else "")
+            + f"**L2 and shared memory**: no bandwidth measured in this results file, so no roof. "
+            f"HBM traffic: reading A and B once and writing C once, n = {m['n']} allows up to "
+            f"{m['hbm_intensity']:.0f} FLOP/byte, where the HBM roof is "
+            f"{min(peak['tflops'], m['hbm_intensity'] * bw / 1e3) if peak else m['hbm_intensity'] * bw / 1e3:.1f} "
+            f"TFLOP/s. cuBLAS in the same run: {_tf(m['cublas'])} TFLOP/s"
+            + (f" ({100 * m['cublas'] / peak['tflops']:.0f} % of the peak), a measured speed, not a roof"
+               if peak and m["cublas"] else "") + ".\n\n")
+    rows = []
+    for k in m["kernels"]:
+        worst = k["tile"] * bw / 1e3 if k["tile"] is not None else None
+        if worst is None:
+            hbm_note = "-"
+        elif peak and worst >= peak["tflops"]:
+            hbm_note = f"{_tf(peak['tflops'])} (the FP32 peak)"
+        elif worst < k["tflops"]:
+            hbm_note = f"{_tf(worst)} (HBM; exceeded: caches served part of these loads)"
+        else:
+            hbm_note = f"{_tf(worst)} (HBM)"
+        rows.append([f"`{k['name']}`", _tf(k["tflops"]),
+                     _pct(100 * k["tflops"] / peak["tflops"]) if peak else "-",
+                     _fmt_ai(k["tile"]),
+                     "-" if k["tile"] is None else pages.fmt_num(k["tflops"] * 1e3 / k["tile"]),
+                     hbm_note, _fmt_ai(k["shared"])])
+    return head + pages.table(["kernel", "measured (TFLOP/s)", "% of FP32 peak",
+                                "FLOP per byte of tile loads (served by L2)",
+                                "tile loads at this speed (GB/s)",
+                                "roof if every tile load came from HBM (TFLOP/s)",
+                                "FLOP per byte of shared-memory loads"], rows)
+
+
+@pages.renderer("matmul", "roofline-plot")
+def render_roofline_plot(slug: str, data: dict) -> str:
+    """The roofline as an inline SVG: the measured roofs, each kernel at its tile intensity."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    m = _roofline(data)
+    with plt.rc_context({"svg.fonttype": "none"}):   # keep labels as text: searchable
+        return _roofline_plot(plt, data, m)
+
+
+def _roofline_plot(plt, data, m):
+    peak, bw = m["peak"], m["hbm_gbs"]
+    fig, ax = plt.subplots(figsize=(8.0, 6.4), dpi=100)
+    pts = [k for k in m["kernels"] if k["tile"] is not None]
+    xs = [k["tile"] for k in pts]
+    lo, hi = min(xs + [0.1]) / 2, max(xs + [m["hbm_intensity"]]) * 2
+    top = peak["tflops"] if peak else max(k["tflops"] for k in pts)
+    x_ridge = top * 1e3 / bw
+    # HBM roof: bandwidth x intensity, up to the compute roof
+    ax.plot([lo, x_ridge], [lo * bw / 1e3, top], color="#1565c0", lw=2,
+            label=f"HBM roof: device copy measured in this run, {bw:,.0f} GB/s")
+    if peak:
+        ax.plot([x_ridge, hi], [top, top], color="#b71c1c", lw=2,
+                label=(f"FP32 peak: {peak['sms']} SMs x {peak['lanes']} lanes x 2 x "
+                       f"{peak['mhz']:,.0f} MHz (machine record), {peak['tflops']:.1f} TFLOP/s"))
+    ax.axvline(m["hbm_intensity"], color="#1565c0", ls=":", lw=1.2,
+               label=f"HBM traffic if A and B are read once: n / 6 = {m['hbm_intensity']:.0f} FLOP/byte")
+    if m["cublas"]:
+        ax.axhline(m["cublas"], color="#555555", ls="--", lw=1,
+                   label=f"cuBLAS, same run: {m['cublas']:.1f} TFLOP/s (a speed, not a roof)")
+    cmap = plt.get_cmap("tab20")
+    markers = "os^Dv<>phP*X"
+    for i, k in enumerate(pts):
+        ax.plot([k["tile"]], [k["tflops"]], ls="none", marker=markers[i % len(markers)], ms=7,
+                color=cmap(i % 20), markeredgecolor="black", markeredgewidth=0.5,
+                label=f"{k['name']}: {k['tflops']:.1f} TFLOP/s")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(k["tflops"] for k in pts) / 3, top * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+    date = data["machine"].get("date", "")[:10]
+    ax.set_title(f"fp32 matmul roofline, n = {m['n']}, on {pages.machine_title(data)} ({date})\n"
+                 "kernels at the FLOP per byte of their tile loads, which L2 serves; no L2 or "
+                 "shared-memory\nbandwidth was measured, so neither has a roof here", fontsize=9)
+    fig.tight_layout()
+    return pages.svg(fig)
 
 
 @pages.renderer("matmul", "sweep")
@@ -111,11 +243,17 @@ def render_sweep(slug: str, data: dict) -> str:
             if r is None or r.get("error"):
                 line.append("failed" if r else "-")
             elif name == "cublas":
-                line.append(_tf(r.get("tflops")))
+                line.append(_tf(r.get("tflops")) + (" †" if r.get("host_bound") else ""))
             else:
-                line.append(f"{_tf(r.get('tflops'))} ({_pct(r.get('pct_of_cublas'))})")
+                line.append(f"{_tf(r.get('tflops'))} ({_pct(r.get('pct_of_cublas'))})"
+                            + (" †" if r.get("host_bound") else ""))
         body.append(line)
-    return pages.table(["n (n x n x n)"] + [f"`{x}` TFLOP/s" for x in names], body)
+    batched = sorted({(r["n"], r["batch"]) for r in rows if r.get("batch", 1) > 1})
+    note = ("\n\nAt " + ", ".join(f"n = {n}" for n, _ in batched) + ", each sample times "
+            + ", ".join(f"{b}" for _, b in batched) + " launches back to back (in that order), "
+            "so the launch gaps do not count as kernel time.") if batched else ""
+    return (pages.table(["n (n x n x n)"] + [f"`{x}` TFLOP/s" for x in names], body) + note
+            + pages.host_bound_note([r for r in rows if "name" in r]))
 
 
 @pages.renderer("matmul", "tensor-cores")

@@ -14,6 +14,7 @@ __all__, __getattr__ = lazy_api(__name__, {
     "check_saxpy": "kernels", "launch_saxpy": "kernels", "launch_saxpy_buggy": "kernels",
     "torch_saxpy": "kernels", "poison_demo": "kernels",
     "time_without_sync": "timers", "time_with_sync": "timers", "single_runs": "timers",
+    "graph_time": "timers",
     "flushed_runs": "timers", "events_cupy": "timers", "events_torch": "timers",
     "torch_profile": "timers",
     "nsight_compute": "profile", "ncu_metric": "profile",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..pages import host_bound_note, marked, fmt_num, fmt_time, machine_title, renderer, table
+from . import diagrams  # noqa: F401  (registers the "timeline" view)
 
 
 @renderer("vector_add", "gpu")

@@ -143,9 +143,7 @@ def hardware_facts(gpu: bool) -> dict:
     if gpu:
         g = device.gpu_properties() or {}
         cc = g.get("compute_capability", "0.0")
-        major, minor = (int(v) for v in cc.split("."))
-        # FP32 lanes per SM: 64 on Volta/Turing/A100 (7.x, 8.0), 128 on GA10x/Ada/Hopper/Blackwell
-        lanes_sm = 64 if major < 8 or (major, minor) == (8, 0) else 128
+        lanes_sm = device.fp32_lanes_per_sm(cc) or 0
         clock = g.get("sm_clock_mhz")
         sms = g.get("multiprocessors")
         facts["gpu"] = {"name": g.get("name"), "compute_capability": cc, "sms": sms,

@@ -45,18 +45,20 @@ def plot_svg(data: dict, work: str) -> str:
                 continue
             ax.loglog([r["size"] for r in rs], [r["median_s"] for r in rs], GPU_STYLE.get(backend, "-"),
                       marker="o", markersize=3.5, linewidth=1.6, color=COLORS[backend], label=LABELS[backend])
+        # Crossover lines are named in the legend below the plot, not by text on the plot area,
+        # where any position sits on some curve; a marker on the top edge shows where each one is.
         for backend, ls in GPU_STYLE.items():
             s = part.get("crossover", {}).get(backend)
             if s:
-                ax.axvline(s, color=COLORS[backend], linestyle=ls, linewidth=1.2, alpha=0.8)
-                ax.annotate(f"GPU wins from here: {LABELS[backend].replace('GPU ', '')} ({s:,})",
-                            (s, 0.02), xycoords=("data", "axes fraction"), rotation=90,
-                            va="bottom", ha="right", fontsize=7.5, color=COLORS[backend])
+                ax.axvline(s, color=COLORS[backend], linestyle=ls, linewidth=1.2, alpha=0.8,
+                           label=f"GPU wins from here: {LABELS[backend].replace('GPU ', '')} ({s:,})")
+                ax.plot([s], [1.0], marker="v", ms=7, color=COLORS[backend], clip_on=False,
+                        transform=ax.get_xaxis_transform(), zorder=5)
         ax.set_xlabel("elements (float32), log scale")
         ax.set_ylabel("median time per call (s), log scale")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
-        ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9)
+        ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9, pad=10)
         return pages.svg(fig)
 
 

@@ -1,0 +1,252 @@
+"""The way in without a clone: the repository's address, the install commands, the Colab notebooks.
+
+The notebooks are built and checked here (valid nbformat 4, the install cell first, every code
+cell valid Python, only existing examples); no machine of the project can run them on Colab.
+"""
+
+import ast
+import importlib.util
+import json
+import re
+import sys
+import types
+
+import pytest
+
+from gpukit import colab, notebook
+from tests.helpers import ROOT
+
+URL = "https://github.com/example-owner/gpukit-mirror"   # a well-formed address for the tests
+T4_BYTES = 15_828_320_256        # what torch reports for Colab's T4 (16 GB, part kept for ECC)
+
+
+def load_hook():
+    spec = importlib.util.spec_from_file_location("gpukit_site_hook", ROOT / "docs" / "_hooks" / "results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def no_actions(monkeypatch):
+    """A build outside GitHub Actions (CI sets these for every job)."""
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+
+
+# ---------------------------------------------------------------------- the repository's address
+
+def test_the_address_comes_from_the_setting_or_from_actions():
+    assert colab.repository(None, environ={}) is None
+    assert colab.repository("", environ={}) is None
+    assert colab.repository(URL + ".git/", environ={}) == URL
+    actions = {"GITHUB_REPOSITORY": "someone/fork"}
+    assert colab.repository(URL, environ=actions) == "https://github.com/someone/fork"   # it overrides
+    assert colab.repository(None, environ={**actions, "GITHUB_SERVER_URL": "https://ghe.example.com/"}) \
+        == "https://ghe.example.com/someone/fork"
+    for bad in ("<this repository>", "github.com/a/b", "https://github.com/only-owner", "https://github.com/a/b/c"):
+        with pytest.raises(ValueError):
+            colab.repository(bad, environ={})
+
+
+def test_the_setting_is_read_from_mkdocs_yml(tmp_path):
+    assert colab.configured() is None            # the public repository is not named in this checkout
+    yml = tmp_path / "mkdocs.yml"
+    yml.write_text(f"site_name: x\nextra:\n  repo_url: {URL}\nsite_dir: !ENV [SITE, site]\n", encoding="utf-8")
+    assert colab.configured(yml) == URL
+    yml.write_text("site_name: x\nextra:\n  repo_url: null\n", encoding="utf-8")
+    assert colab.configured(yml) is None
+
+
+# ------------------------------------------------------------------------- the install commands
+
+def render(page: str, repo_url, docs_dir) -> str:
+    hook = load_hook()
+    config = {"extra": {"repo_url": repo_url}, "docs_dir": str(docs_dir)}
+    return hook.install_markers((ROOT / "docs" / page).read_text(encoding="utf-8"), config)
+
+
+@pytest.mark.parametrize("page", ["index.md", "installing-cuda.md"])
+def test_pages_show_the_git_install_when_the_address_is_known(page, tmp_path, no_actions):
+    text = render(page, URL, tmp_path)
+    assert "<!-- install:" not in text
+    if page == "index.md":
+        assert f'pip install "gpukit[torch] @ git+{URL}"' in text
+    assert f"$ git clone {URL} && cd gpukit-mirror" in text
+    assert "<this repository>" not in text
+    assert "no **Open in Colab** buttons" in text       # no notebook for this address in tmp_path
+
+
+@pytest.mark.parametrize("page", ["index.md", "installing-cuda.md"])
+def test_pages_show_the_install_from_a_clone_when_the_address_is_unknown(page, tmp_path, no_actions):
+    text = render(page, None, tmp_path)
+    assert "<!-- install:" not in text
+    assert "pip install -e '.[torch]'" in text or page != "index.md"
+    assert "git+" not in text
+    assert "git clone" not in text and "<this repository>" not in text
+    assert "was built without" in text
+    assert "no machine of the project can run them on Colab" in text
+    for kind in ("pip", "clone", "colab"):                 # no address of any kind is made up
+        assert "github.com" not in colab.install_markdown(kind, None) and "OWNER" not in colab.install_markdown(kind, None)
+
+
+def test_github_actions_supplies_the_address(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_REPOSITORY", "example-owner/gpukit-mirror")
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    text = render("index.md", None, tmp_path)
+    assert f'pip install "gpukit[torch] @ git+{URL}"' in text
+
+
+def test_markers_inside_tabs_keep_their_indentation(tmp_path, no_actions):
+    text = render("installing-cuda.md", URL, tmp_path)
+    assert f"    $ git clone {URL} && cd gpukit-mirror\n" in text               # the cloud tab
+    assert "\n      This build of the site has no **Open in Colab** buttons" in text   # in a list item
+
+
+# ---------------------------------------------------------------------------- the notebooks
+
+SLUGS = colab.slugs()
+
+
+def test_every_executed_example_gets_a_notebook():
+    executed = sorted(p.stem for p in (ROOT / "docs" / "executed").glob("*.ipynb"))
+    assert SLUGS == executed and SLUGS
+
+
+def _code_cells(nb):
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_notebook_is_valid_nbformat_4_with_the_install_cell_first(slug):
+    nbformat = pytest.importorskip("nbformat")
+    nb = colab.build(slug, URL)
+    nbformat.validate(nbformat.from_dict(nb))
+    assert nb["nbformat"] == 4
+    first = nb["cells"][0]
+    assert first["cell_type"] == "code"
+    shell = [ln for ln in "".join(first["source"]).splitlines() if not ln.startswith("#")]
+    assert shell == [f'!pip install "gpukit[torch] @ git+{URL}"']
+    assert nb["metadata"]["gpukit"]["repo_url"] == URL and nb["metadata"]["accelerator"] == "GPU"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_notebook_code_is_python_and_only_the_example_s(slug):
+    nb = colab.build(slug, URL)
+    for source in _code_cells(nb):
+        ast.parse("\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("!", "%"))))
+    meta = nb["metadata"]["gpukit"]
+    script = ROOT / meta["source"]
+    assert meta["source"] == f"examples/{slug}.py" and script.is_file()
+    text = script.read_text(encoding="utf-8")
+    assert meta["source_sha256"] == notebook.source_digest(text)
+    # every code line of the example (its snippet markers and its script ending aside) is there, in order
+    expected = [ln for c in notebook.parse(text) if c["kind"] == "code" for ln in c["source"].splitlines()
+                if ln.strip() and "--8<--" not in ln]
+    expected = expected[:-2]                                # `if __name__ == "__main__": sys.exit(...)`
+    got = [ln for src in _code_cells(nb)[2:-1] for ln in src.splitlines() if ln.strip()]
+    assert got == expected
+    assert _code_cells(nb)[-1] == colab.NOTEBOOK_MAIN
+    for other in re.findall(r"examples/(\w+)\.py", json.dumps(nb)):
+        assert (ROOT / "examples" / f"{other}.py").is_file(), other
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_the_sizes_cell_scales_to_the_gpu_it_finds(slug, monkeypatch):
+    cell = _code_cells(colab.build(slug, URL))[1]
+    assert "torch.cuda.get_device_properties(0)" in cell and "total_memory" in cell
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        get_device_properties=lambda i: types.SimpleNamespace(name="Tesla T4", total_memory=T4_BYTES))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    namespace = {}
+    exec(compile(cell, f"{slug} sizes cell", "exec"), namespace)
+    reference = colab.reference_run(slug)["gpu"]["memory_bytes"]
+    assert namespace["ARGS"] == colab.example_args(slug, T4_BYTES, reference)
+
+
+def test_sizes_keep_the_reference_s_share_of_memory():
+    h200 = colab.reference_run("vector_add")["gpu"]["memory_bytes"]
+    assert colab.example_args("vector_add", h200, h200) == []                 # the reference's own sizes
+    assert colab.example_args("vector_add", 2 * h200, h200) == []             # never larger
+    assert colab.example_args("vector_add", T4_BYTES, h200) == ["--n", str(2**22)]
+    assert colab.example_args("matmul", T4_BYTES, h200) == ["--m", "512", "--n", "512", "--k", "512"]
+    assert colab.example_args("why_gpus", T4_BYTES, h200) == []               # nothing to scale
+    assert colab.example_args("vector_add", 1, h200) == ["--n", str(colab.SMALLEST)]
+    with pytest.raises(ValueError):
+        colab.example_args("vector_add", 0, h200)
+
+
+@pytest.mark.parametrize("slug", sorted(colab.SIZES))
+def test_scaled_arguments_are_the_example_s_own(slug):
+    text = (ROOT / "examples" / f"{slug}.py").read_text(encoding="utf-8")
+    for flag, (value, _) in colab.SIZES[slug].items():
+        assert f'"{flag}"' in text, f"examples/{slug}.py has no {flag}"
+        literal = f"2**{value.bit_length() - 1}" if value > 4096 and value & (value - 1) == 0 else str(value)
+        assert literal in text or str(value) in text, f"examples/{slug}.py: its GPU size is no longer {value}"
+
+
+def test_an_example_without_the_usual_ending_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "vector_add.py").write_text("# %%\nprint('no main')\n", encoding="utf-8")
+    monkeypatch.setattr(colab, "PROJECT", tmp_path)
+    with pytest.raises(ValueError, match="main"):
+        colab.build("vector_add", URL)
+
+
+# ----------------------------------------------------------- the buttons and the committed files
+
+def test_colab_link_only_for_a_notebook_made_for_this_repository(tmp_path):
+    colab.write_all(URL, tmp_path)
+    assert colab.stale(URL, tmp_path) == []
+    assert colab.colab_url("vector_add", URL, tmp_path) == (
+        "https://colab.research.google.com/github/example-owner/gpukit-mirror/blob/main/docs/colab/vector_add.ipynb")
+    assert colab.colab_url("vector_add", None, tmp_path) is None
+    assert colab.colab_url("vector_add", "https://github.com/someone/else", tmp_path) is None
+    assert colab.colab_url("no_such_example", URL, tmp_path) is None
+    assert colab.stale("https://github.com/someone/else", tmp_path)          # made for another address
+    (tmp_path / "old.ipynb").write_text("{}", encoding="utf-8")
+    assert any("old.ipynb" in p for p in colab.stale(URL, tmp_path))
+
+
+def test_example_pages_get_the_button_only_when_the_notebook_is_there(tmp_path, no_actions):
+    hook = load_hook()
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="executed/vector_add.ipynb"))
+    chapter = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="vector-add.md"))
+    config = {"extra": {"repo_url": URL}, "docs_dir": str(tmp_path)}
+    hook.on_page_context({}, page=page, config=config, nav=None)
+    assert page.colab_url is None                                           # no notebooks yet
+    colab.write_all(URL, tmp_path / "colab")
+    hook.on_page_context({}, page=page, config=config, nav=None)
+    assert page.colab_url.endswith("/example-owner/gpukit-mirror/blob/main/docs/colab/vector_add.ipynb")
+    hook.on_page_context({}, page=chapter, config=config, nav=None)
+    assert chapter.colab_url is None
+    hook.on_page_context({}, page=page, config={**config, "extra": {"repo_url": None}}, nav=None)
+    assert page.colab_url is None                                           # address unknown
+    text = hook.install_markers("<!-- install:colab -->", config)
+    assert "Each executed example page has an **Open in Colab** button" in text
+    template = (ROOT / "docs" / "_overrides" / "main.html").read_text(encoding="utf-8")
+    assert "{% if page.colab_url %}" in template and 'href="{{ page.colab_url }}"' in template
+
+
+def test_committed_notebooks_are_current():
+    """docs/colab/ holds what `python -m gpukit.colab` writes for the address in mkdocs.yml (and
+    nothing while mkdocs.yml names no repository)."""
+    url = colab.repository(colab.configured(), environ={})
+    problems = colab.stale(url)
+    assert problems == [], "; ".join(problems) + " (run `python -m gpukit.colab`)"
+
+
+def test_the_command_needs_the_address(monkeypatch, capsys):
+    monkeypatch.setattr(colab, "configured", lambda: None)
+    assert colab.main([]) == 2
+    assert "extra.repo_url" in capsys.readouterr().err
+
+
+def test_the_pages_say_what_was_checked_where():
+    text = colab.install_markdown("colab", URL, colab_ready=True)
+    assert "checked for format" in text and "no machine of the project can run them on Colab" in text
+    assert "cannot be run on Colab" in (ROOT / "README.md").read_text(encoding="utf-8")
+    cuda = (ROOT / "docs" / "installing-cuda.md").read_text(encoding="utf-8")
+    assert "no machine of the\n    project can run them on Colab" in cuda
