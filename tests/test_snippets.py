@@ -3,7 +3,8 @@
 A reader who copies a chapter's first block into a file has NumPy with numba, CuPy or torch, and
 not this project. So each such block runs here in a fresh interpreter that cannot import gpukit:
 
-* ``python -E -P``, started in an empty temporary folder: no ``PYTHONPATH``, and neither the
+* ``python -P``, started in an empty temporary folder, with the project's checkout taken out of
+  ``PYTHONPATH`` (other entries stay: a machine may carry its packages there) and neither the
   working folder nor a script folder on ``sys.path``, so the project's checkout is not on it;
 * before the block runs, a finder placed first on ``sys.meta_path`` refuses ``gpukit`` and every
   ``gpukit.*`` module with ``ModuleNotFoundError``. It is asked before any other finder, the
@@ -25,6 +26,7 @@ include of the project's code, which neither that plugin nor a reader can run on
 import ast
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -78,11 +80,15 @@ PAGES = {name: page for name, page in chapter_pages().items() if python_blocks(p
 
 def run_hidden(code: str, tmp_path, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter with gpukit hidden: in the empty folder ``tmp_path`` with
-    neither it nor ``PYTHONPATH`` on ``sys.path`` (or, given ``cwd``, there with it on the path)."""
+    neither it nor the checkout on ``sys.path`` (or, given ``cwd``, there with it on the path)."""
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    flags = ["-E", "-P"] if cwd is None else []
+    if cwd is None:
+        keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                if p and Path(p).resolve() != ROOT.resolve()]
+        env["PYTHONPATH"] = os.pathsep.join(keep)
+    flags = ["-P"] if cwd is None else []
     return subprocess.run([sys.executable, *flags, "-c", BOOT, str(script)], cwd=cwd or tmp_path,
                           env=env, capture_output=True, text=True, timeout=timeout)
 
