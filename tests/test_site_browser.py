@@ -235,3 +235,28 @@ def test_example_pages_offer_the_script_for_download(site, browser):
         assert "--8<--" in script and "--8&lt;--" not in html, path
         assert "import" in page.locator("article").inner_text(), path
         page.context.close()
+
+
+#: Where a page's first picture starts (an image, inline SVG or figure at least 150 x 80 px in
+#: the article), in px from the top of the page; None without one.
+FIRST_PICTURE = """() => {
+    const els = [...document.querySelectorAll('article img, article svg, article figure')]
+        .filter(e => { const r = e.getBoundingClientRect(); return r.width > 150 && r.height > 80; });
+    return els.length ? Math.round(els[0].getBoundingClientRect().top + window.scrollY) : null;
+}"""
+
+
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+def test_every_chapter_shows_a_picture_in_its_first_two_screens(site, browser, viewport):
+    from gpukit.results import CHAPTERS
+    _, base = site
+    width, height = VIEWPORTS[viewport]
+    chapters = [c.page[:-3] + "/" for c in CHAPTERS if c.slug != "glossary"] + ["installing-cuda/"]
+    late = {}
+    for path in chapters:
+        *_, page = visit(browser, base + path, size=(width, height))
+        top = page.evaluate(FIRST_PICTURE)
+        page.context.close()
+        if top is None or top >= 2 * height:
+            late[path] = top
+    assert not late, f"first picture below the first two screens ({2 * height} px): {late}"

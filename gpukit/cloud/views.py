@@ -251,3 +251,53 @@ def rules() -> str:
     rows = [[label, f"{got / 1e9:,.2f}", f"{rule / 1e9:,.2f}", f"{(got - rule) / rule:+.1%}", f"[{text}]({url})"]
             for label, got, rule, text, url in rule_cases()]
     return table(["case", "advisor GB", "rule of thumb GB", "difference", "rule and source"], rows, "lrrrl")
+
+
+#: marker and colour of each segment in the catalogue plot
+SEGMENT_STYLE = {"consumer": ("o", "#2e7d32"), "workstation": ("s", "#1565c0"),
+                 "data-centre": ("D", "#c62828"), "cloud-only": ("^", "#6a1b9a")}
+
+
+@data_renderer("cloud", "catalogue-plot")
+def catalogue_plot() -> str:
+    """Every GPU and accelerator of the data file by memory and memory bandwidth: the two numbers
+    that decide what model fits and how fast it decodes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..pages import svg
+    gpus = [g for g in data.gpus() if g.get("memory_gb") and g.get("bandwidth_gbs")]
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    for segment, (marker, colour) in SEGMENT_STYLE.items():
+        pts = [g for g in gpus if g.get("segment") == segment]
+        if pts:
+            ax.scatter([g["memory_gb"] for g in pts], [g["bandwidth_gbs"] for g in pts], marker=marker,
+                       color=colour, s=36, label=segment, zorder=3, edgecolors="white", linewidths=0.6)
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    labelled: list[tuple[float, float]] = []
+    for g in sorted(gpus, key=lambda g: (-g["bandwidth_gbs"], -g["memory_gb"])):
+        x, y = math.log10(g["memory_gb"]), math.log10(g["bandwidth_gbs"])
+        if any(abs(x - a) < 0.12 and abs(y - b) < 0.06 for a, b in labelled):
+            continue               # a neighbour is labelled already: the table below names it
+        labelled.append((x, y))
+        short = (g["name"].replace("GeForce ", "").replace("NVIDIA ", "").replace(" Blackwell", "")
+                 .replace(" Server Edition", " SE").replace(" Generation", ""))
+        ax.annotate(short, (g["memory_gb"], g["bandwidth_gbs"]), xytext=(4, 3), textcoords="offset points",
+                    fontsize=6.5, color="#333")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:,.0f}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlabel("memory (GB)")
+    ax.set_ylabel("memory bandwidth (GB/s)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="upper left", frameon=False)
+    ax.set_title(f"Accelerators in gpukit/data/gpus.yaml (data as of {data.gpus_doc()['retrieved']}); "
+                 "a point without a label sits next to a labelled one", fontsize=8.5)
+    return svg(fig)
