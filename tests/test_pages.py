@@ -56,7 +56,8 @@ def data_markers():
 def test_every_docs_data_marker_renders(page, name, view):
     md = pages.render_data(name, view)
     # a table, figures, a code block, or a chapter's card
-    assert "|" in md or "<figure" in md or "```" in md or md.startswith("!!! abstract gpukit-card")
+    assert ("|" in md or "<figure" in md or "```" in md or 'class="gpukit-plot"' in md
+            or md.startswith("!!! abstract gpukit-card"))      # a table, figures, code, a plot or a card
 
 
 def test_fmt_ratio_keeps_small_ratios_readable():

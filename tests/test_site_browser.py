@@ -184,6 +184,8 @@ def _blank_plots(page) -> list[int]:
         box = plot.bounding_box()
         if not box or box["width"] < 150 or box["height"] < 100:
             continue  # an icon, not a plot
+        if not plot.is_visible():
+            continue  # in a closed block or an inactive tab: BROKEN_PICTURES checks its size
         plot.scroll_into_view_if_needed()
         image = Image.open(io.BytesIO(plot.screenshot())).convert("L")
         low, high = image.getextrema()
