@@ -12,7 +12,8 @@ import os
 # MKL, OpenBLAS, torch and numba (set before any of them is imported, and inherited by the
 # examples the tests start). Eight workers of sixteen threads each oversubscribe a 16-core
 # machine; on the H200 runner (2026-11-30) the longest training test took 154 s under eight
-# such workers, against about 36 s in a serial run.
+# such workers, against about 36 s in a serial run (how much of that was the threads and how
+# much the shared GPU was not measured; with the limit, the suite's longest test took 50 s).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     _SHARE = str(max(1, (os.cpu_count() or 1) // _WORKERS))

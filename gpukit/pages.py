@@ -100,9 +100,14 @@ def plot_title(data: dict) -> str:
     return f"{machine_title(data, cores=False)}, {data['machine']['date'][:10]}"
 
 
+def dagger(row: dict) -> str:
+    """`` †`` when a row's timing was host-bound (see :func:`host_bound_note`), else ``""``."""
+    return " †" if row.get("host_bound") else ""
+
+
 def marked(row: dict) -> str:
-    """A row's name, with a dagger when its timing was host-bound (see :func:`host_bound_note`)."""
-    return row["name"] + (" †" if row.get("host_bound") else "")
+    """A row's name, with a dagger when its timing was host-bound."""
+    return row["name"] + dagger(row)
 
 
 def host_bound_note(rows: list[dict]) -> str:

@@ -243,10 +243,10 @@ def render_sweep(slug: str, data: dict) -> str:
             if r is None or r.get("error"):
                 line.append("failed" if r else "-")
             elif name == "cublas":
-                line.append(_tf(r.get("tflops")) + (" †" if r.get("host_bound") else ""))
+                line.append(_tf(r.get("tflops")) + pages.dagger(r))
             else:
                 line.append(f"{_tf(r.get('tflops'))} ({_pct(r.get('pct_of_cublas'))})"
-                            + (" †" if r.get("host_bound") else ""))
+                            + pages.dagger(r))
         body.append(line)
     batched = sorted({(r["n"], r["batch"]) for r in rows if r.get("batch", 1) > 1})
     note = ("\n\nAt " + ", ".join(f"n = {n}" for n, _ in batched) + ", each sample times "

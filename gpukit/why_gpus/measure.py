@@ -143,12 +143,11 @@ def hardware_facts(gpu: bool) -> dict:
     if gpu:
         g = device.gpu_properties() or {}
         cc = g.get("compute_capability", "0.0")
-        lanes_sm = device.fp32_lanes_per_sm(cc) or 0
-        clock = g.get("sm_clock_mhz")
-        sms = g.get("multiprocessors")
-        facts["gpu"] = {"name": g.get("name"), "compute_capability": cc, "sms": sms,
-                        "fp32_lanes_per_sm": lanes_sm, "clock_mhz": clock,
-                        "peak_tflops": sms * lanes_sm * 2 * clock / 1e6 if sms and clock else None,
+        peak = device.fp32_peak(g)
+        facts["gpu"] = {"name": g.get("name"), "compute_capability": cc, "sms": g.get("multiprocessors"),
+                        "fp32_lanes_per_sm": device.fp32_lanes_per_sm(cc) or 0,
+                        "clock_mhz": g.get("sm_clock_mhz"),
+                        "peak_tflops": peak["tflops"] if peak else None,
                         "theoretical_bandwidth_gbs": g.get("theoretical_bandwidth_gbs")}
     return facts
 

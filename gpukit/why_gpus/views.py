@@ -204,7 +204,7 @@ def _register() -> None:
                     for b in present:
                         r = _at(part, b, s)
                         timed += [r] if r else []
-                        row.append(fmt_time(r["median_s"]) + (" †" if r.get("host_bound") else "")
+                        row.append(fmt_time(r["median_s"]) + pages.dagger(r)
                                    if r else "-")
                     rows.append(row)
                 out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
