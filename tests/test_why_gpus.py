@@ -1,6 +1,7 @@
 """CPU vs GPU crossover: every backend's result, the crossover rule, the chapter's plots and tables."""
 
 import copy
+import json
 import sys
 
 import numpy as np
@@ -278,3 +279,12 @@ def test_run_on_gpu_has_every_backend():
         assert set(xo.GPU_BACKENDS) <= backends
         assert set(data[work]["crossover"]) == set(xo.GPU_BACKENDS)
     assert data["hardware"]["gpu"]["sms"] > 0
+
+
+def test_hardware_facts_of_a_gpu_take_the_fp32_peak_from_the_machine_record(monkeypatch):
+    from gpukit import device
+    h200 = json.loads((ROOT / "results" / "nvidia-h200" / "doctor.json").read_text())["machine"]["gpu"]
+    monkeypatch.setattr(device, "gpu_properties", lambda index=0: h200)
+    g = xo.hardware_facts(gpu=True)["gpu"]
+    assert g["sms"] == 132 and g["fp32_lanes_per_sm"] == 128 and g["clock_mhz"] == 1980.0
+    assert abs(g["peak_tflops"] - 66.9) < 0.05
