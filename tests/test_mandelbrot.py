@@ -15,7 +15,7 @@ from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
 
 # 333 and 97 are not multiples of the 16 x 16 block; 1 x 1 is one thread in one block
 SHAPES = [(1, 1), (333, 97), (17, 5)]
-CPU_BACKENDS = ["numpy", "numba-cpu", "numba-cpu-1core", "torch"]
+CPU_BACKENDS = ["numpy", "numba-cpu", "numba-cpu-1core", "numba-cpu-simd", "torch"]
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,21 @@ def test_numba_cuda_kernel_identical(shape, references):
     # on the simulator without a GPU, on the real device with one
     got = mandel.mandelbrot(*shape, max_iter=64, backend="numba-cuda")
     assert np.array_equal(got, references[shape])
+
+
+@pytest.mark.parametrize("width", [1, 63, 64, 65, 129])
+def test_simd_blocks_match_the_scalar_loop_in_float32(width):
+    # blocks of LANES pixels; the last one repeats its last column: widths around LANES
+    ref = mandel.mandelbrot(width, 9, max_iter=80, dtype="float32", backend="numba-cpu")
+    got = mandel.mandelbrot(width, 9, max_iter=80, dtype="float32", backend="numba-cpu-simd")
+    assert mandel.LANES == 64 and np.array_equal(got, ref)
+
+
+def test_simd_loop_compiles_to_packed_multiplies():
+    # the point of the tuned loop: LLVM gives it SIMD multiplies, the scalar loop gets none
+    found = mb.simd_instructions()
+    assert found["numba-cpu-simd"]["packed_mul"] > 0
+    assert found["numba-cpu"]["packed_mul"] == 0 and found["numba-cpu"]["scalar_mul"] > 0
 
 
 def test_float32_differs_little():
@@ -156,6 +171,8 @@ def test_benchmark_and_tables_on_cpu(tmp_path):
     assert all("counts" not in r and "out" not in r for r in part["rows"])
     md = pages.render("mandelbrot", "table", root=tmp_path)
     assert "`numba-cpu`" in md and "identical" in md and "Measured on" in md
+    assert "`numba-cpu-simd`" in md and all("vs_simd" in r for r in part["rows"] if "median_s" in r)
+    assert "SIMD multiplies" in pages.render("mandelbrot", "simd", root=tmp_path)
     assert "float32" in pages.render("mandelbrot", "precision", root=tmp_path)
     assert "target_backend" in pages.render("mandelbrot", "pitfall", root=tmp_path)
     with pytest.raises(pages.MissingResults):

@@ -42,7 +42,8 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
 
     Pixel (row, col) is the point ``xmin + col*dx + i*(ymin + row*dy)`` with
     ``dx = (xmax - xmin)/width`` and ``dy = (ymax - ymin)/height``.
-    backend: one of ``BACKENDS``; ``numba-cpu`` uses every core, ``numba-cpu-1core`` one.
+    backend: one of ``BACKENDS``; ``numba-cpu`` uses every core, ``numba-cpu-1core`` one,
+    ``numba-cpu-simd`` every core with blocks of pixels that iterate together in SIMD lanes.
     contract: let GPU compilers fuse multiply-adds (faster; counts may differ near the edge).
     to_host: return a NumPy array; False returns the GPU backends' device array.
     """
@@ -57,6 +58,14 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
         fn = mandel_cpu_parallel if backend == "numba-cpu" else mandel_cpu_serial
         cr, ci = coordinates(width, height, xmin, ymin, dx, dy)
         fn(out, cr, ci, max_iter)
+        return out
+    if backend == "numba-cpu-simd":
+        out = np.empty((height, width), dtype=np.int32)
+        cr, ci = coordinates(width, height, xmin, ymin, dx, dy)
+        # Rows cost very different amounts (the set's interior runs every iteration): hand
+        # them to the cores a few at a time instead of one equal slice per core up front.
+        with numba.parallel_chunksize(CHUNK_ROWS):
+            mandel_cpu_simd(out, cr, ci, max_iter, dx.dtype.type(4))
         return out
     if backend == "numba-cuda":
         out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract)
@@ -126,6 +135,43 @@ def mandel_cpu_serial(out, cr, ci, max_iter):
 # --8<-- [end:numba_cpu]
 
 
+# --8<-- [start:numba_cpu_simd]
+LANES = 64  # pixels of a row that iterate together (a few SIMD registers' worth)
+
+
+@numba.njit(parallel=True, cache=True)
+def mandel_cpu_simd(out, cr, ci, max_iter, four):
+    width = out.shape[1]
+    for row in numba.prange(out.shape[0]):          # handed out in small chunks (see below)
+        zr = np.empty(LANES, cr.dtype)
+        zi = np.empty(LANES, cr.dtype)
+        c = np.empty(LANES, cr.dtype)
+        count = np.empty(LANES, np.int32)
+        for col0 in range(0, width, LANES):
+            for k in range(LANES):                  # the last block repeats the last column
+                c[k] = cr[min(col0 + k, width - 1)]
+                zr[k] = 0
+                zi[k] = 0
+                count[k] = 0
+            for i in range(max_iter):
+                alive = 0
+                for k in range(LANES):              # no branch inside: LLVM makes it SIMD
+                    x = zr[k]
+                    y = zi[k]
+                    x2 = x * x
+                    y2 = y * y
+                    inside = x2 + y2 <= four        # an escaped pixel stops counting and
+                    count[k] += inside              # keeps its z: a select, not a jump
+                    alive += inside
+                    zi[k] = (x + x) * y + ci[row] if inside else y
+                    zr[k] = (x2 - y2) + c[k] if inside else x
+                if alive == 0:                      # every pixel of the block escaped
+                    break
+            for k in range(min(LANES, width - col0)):
+                out[row, col0 + k] = count[k]
+# --8<-- [end:numba_cpu_simd]
+
+
 # --8<-- [start:numba_cuda]
 # Round-to-nearest multiply and add that the compiler may not fuse into an FMA.
 # The simulator runs kernels as Python, where plain * and + already behave so.
@@ -144,7 +190,7 @@ else:
 
 @cuda.jit(cache=True)
 def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
-    row, col = cuda.grid(2)                       # one thread per pixel
+    col, row = cuda.grid(2)       # one thread per pixel; neighbours in a warp share a row
     if row >= out.shape[0] or col >= out.shape[1]:
         return                                    # the grid overhangs the image
     cr = add(xmin, mul(col, dx))
@@ -166,7 +212,7 @@ def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
 
 @cuda.jit(cache=True)
 def mandel_kernel_f32(out, xmin, ymin, dx, dy, max_iter):
-    row, col = cuda.grid(2)
+    col, row = cuda.grid(2)
     if row >= out.shape[0] or col >= out.shape[1]:
         return
     cr = add32(xmin, mul32(numba.float32(col), dx))
@@ -189,7 +235,7 @@ def mandel_kernel_f32(out, xmin, ymin, dx, dy, max_iter):
 @cuda.jit(cache=True)
 def mandel_kernel_fma(out, xmin, ymin, dx, dy, max_iter):
     # The natural way to write it: the compiler fuses multiply-adds into FMAs.
-    row, col = cuda.grid(2)
+    col, row = cuda.grid(2)
     if row >= out.shape[0] or col >= out.shape[1]:
         return
     cr = xmin + col * dx
@@ -214,11 +260,14 @@ def warm_up_kernel(out):
     out[0] = 1
 
 
-BLOCK = (16, 16)
+BLOCK = (16, 16)  # (y, x): 16 rows of 16 pixels; threadIdx.x runs along a row
+#: rows handed to a CPU core at a time by ``numba-cpu-simd``
+CHUNK_ROWS = 4
 
 
 def _grid(width, height):
-    return ((height + BLOCK[0] - 1) // BLOCK[0], (width + BLOCK[1] - 1) // BLOCK[1])
+    """Blocks along x (columns), then y (rows): CUDA's x index varies fastest in a warp."""
+    return ((width + BLOCK[1] - 1) // BLOCK[1], (height + BLOCK[0] - 1) // BLOCK[0])
 
 
 def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract):
@@ -227,7 +276,7 @@ def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract):
         kernel = mandel_kernel_fma
     else:
         kernel = mandel_kernel_f64 if dtype == "float64" else mandel_kernel_f32
-    kernel[_grid(width, height), BLOCK](out, xmin, ymin, dx, dy, np.int32(max_iter))
+    kernel[_grid(width, height), (BLOCK[1], BLOCK[0])](out, xmin, ymin, dx, dy, np.int32(max_iter))
     return out
 
 
@@ -276,8 +325,7 @@ def _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract):
     out = cupy.empty((height, width), dtype=cupy.int32)
     kernel = _cupy_module(contract).get_function("mandel_f64" if dtype == "float64" else "mandel_f32")
     cast = np.float64 if dtype == "float64" else np.float32
-    grid = ((width + BLOCK[1] - 1) // BLOCK[1], (height + BLOCK[0] - 1) // BLOCK[0])
-    kernel(grid, (BLOCK[1], BLOCK[0]), (out, np.int32(width), np.int32(height), cast(xmin),
+    kernel(_grid(width, height), (BLOCK[1], BLOCK[0]), (out, np.int32(width), np.int32(height), cast(xmin),
                                         cast(ymin), cast(dx), cast(dy), np.int32(max_iter)))
     return out
 

@@ -77,11 +77,36 @@ def time_backend(spec: dict) -> dict:
     def once():
         result["out"] = mandel.mandelbrot(size, size, **kw)
 
+    profile = None
+    if spec.get("profile_first"):
+        # Where the first call's time goes: the functions it spent the most time in.
+        profile = _profiled(once)
     t = bench.bench(once, timer=timer, name=backend, warmup=spec.get("warmup", 1),
                     repeat=spec["repeat"])
     from gpukit.arrays import to_host
     np.save(spec["out"], to_host(result["out"]))
-    return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict()}
+    return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict(),
+            **({"first_call_profile": profile} if profile else {})}
+
+
+def _profiled(fn, top: int = 12) -> dict:
+    """Run ``fn`` once under cProfile: its wall time and the ``top`` functions by time spent
+    inside them and their callees (cumulative), each with its own time and call count."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.runcall(fn)
+    wall = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats
+    rows = []
+    for (file, line, func), (_, ncalls, tottime, cumtime, _) in stats.items():
+        where = file.split("site-packages/")[-1] if "site-packages/" in file else os.path.basename(file)
+        rows.append({"function": f"{where}:{line}({func})", "calls": ncalls, "own_s": tottime,
+                     "cumulative_s": cumtime})
+    rows.sort(key=lambda r: -r["cumulative_s"])
+    by_own = sorted(rows, key=lambda r: -r["own_s"])[:top]
+    return {"wall_s": wall, "cumulative": rows[:top], "own": by_own}
 
 
 def _fresh(spec: dict, cache_dir: str) -> dict:
@@ -106,9 +131,10 @@ def _fresh(spec: dict, cache_dir: str) -> dict:
 def cache_experiment(size: int, max_iter: int, cache_dir: str) -> list[dict]:
     """The numba CUDA kernel in two fresh processes that share one on-disk cache folder."""
     rows = []
-    for label in ("empty cache (compiles)", "warm cache (loads)"):
+    for label in ("empty cache (compiles)", "warm cache (loads)", "warm cache, profiled"):
         row = _fresh({"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 3,
-                      "max_iter": max_iter, "split_init": True}, cache_dir)
+                      "max_iter": max_iter, "split_init": True,
+                      "profile_first": label.endswith("profiled")}, cache_dir)
         row.pop("counts", None)
         row.pop("out", None)
         rows.append({"case": label, **row})
@@ -147,6 +173,28 @@ def target_backend_pitfall() -> dict:
     return record
 
 
+def simd_instructions() -> dict:
+    """What LLVM made of the CPU loops on this machine: packed (SIMD) and scalar float
+    multiplies in the machine code, and the widest registers used."""
+    import re
+
+    import numba
+
+    from gpukit.mandelbrot import kernels as mandel
+    cr = ci = np.zeros(8)
+    out = {}
+    for name, fn, args in (("numba-cpu", mandel.mandel_cpu_parallel, ()),
+                           ("numba-cpu-simd", mandel.mandel_cpu_simd, (4.0,))):
+        fresh = numba.njit(parallel=True)(fn.py_func)   # code loaded from numba's cache cannot be inspected
+        fresh(np.empty((8, 8), np.int32), cr, ci, 10, *args)
+        asm = "\n".join(fresh.inspect_asm().values())
+        packed = re.findall(r"\bv?mulp[sd]\s+(\S+)", asm)
+        out[name] = {"packed_mul": len(packed),
+                     "packed_mul_512": sum("zmm" in p for p in packed),
+                     "scalar_mul": len(re.findall(r"\bv?muls[sd]\b", asm))}
+    return out
+
+
 def run(n: int | None, repeat: int) -> dict:
     """All measurements for the chapter; GPU parts only where a GPU is present."""
     from gpukit import device
@@ -168,6 +216,8 @@ def run(n: int | None, repeat: int) -> dict:
         {"backend": "numba-cpu", "dtype": "float64", "size": size, "repeat": cpu_repeat},
         {"backend": "numpy", "dtype": "float64", "size": small, "repeat": 2, "warmup": 0},
         {"backend": "numba-cpu", "dtype": "float32", "size": size, "repeat": cpu_repeat},
+        {"backend": "numba-cpu-simd", "dtype": "float64", "size": size, "repeat": cpu_repeat},
+        {"backend": "numba-cpu-simd", "dtype": "float32", "size": size, "repeat": cpu_repeat},
     ]
     if gpu:
         specs += [
@@ -208,12 +258,14 @@ def run(n: int | None, repeat: int) -> dict:
             and "mpixels_per_s" in r}
     for r in rows:
         if "mpixels_per_s" in r:
-            for key, name in (("vs_1core", "numba-cpu-1core"), ("vs_all_cores", "numba-cpu")):
+            for key, name in (("vs_1core", "numba-cpu-1core"), ("vs_all_cores", "numba-cpu"),
+                              ("vs_simd", "numba-cpu-simd")):
                 if name in base:
                     r[key] = r["mpixels_per_s"] / base[name]["mpixels_per_s"]
     part = {"n": size, "size": size, "max_iter": max_iter, "rows": [
         {**r, "name": r["backend"] + (" (fma)" if r.get("contract") else "") + f" {r['dtype']}"}
-        for r in rows], "cache": cache, "target_backend": target_backend_pitfall()}
+        for r in rows], "cache": cache, "target_backend": target_backend_pitfall(),
+        "simd": simd_instructions()}
     return {"gpu" if gpu else "cpu": part}
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-BACKENDS = ("numpy", "numba-cpu", "numba-cpu-1core", "numba-cuda", "cupy", "torch")
+BACKENDS = ("numpy", "numba-cpu", "numba-cpu-1core", "numba-cpu-simd", "numba-cuda", "cupy", "torch")
 DTYPES = ("float64", "float32")
 DEFAULT_BOUNDS = (-2.0, 1.0, -1.5, 1.5)
 

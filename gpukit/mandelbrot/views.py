@@ -25,19 +25,20 @@ def speed(slug: str, data: dict) -> str:
         if r["dtype"] != "float64" or r.get("contract"):
             continue
         if "error" in r:
-            rows.append([_label(r), "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
+            rows.append([_label(r), "-", "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
             continue
         size = f"{int(r['pixels'] ** 0.5)}²"
         rows.append([_label(r), size, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
                      fmt_num(r["mpixels_per_s"], 1), fmt_ratio(r.get("vs_1core"), 1),
-                     fmt_ratio(r.get("vs_all_cores"), 2),
+                     fmt_ratio(r.get("vs_all_cores"), 2), fmt_ratio(r.get("vs_simd"), 2),
                      "identical" if r["differing_pixels"] == 0 else f"{r['differing_pixels']} differ"])
     m = data["machine"]
     where = m["gpu"]["name"] + " + " if m.get("gpu") else ""
     head = (f"**{where}{m['cpu']['model']} ({m['cpu']['usable_cpus']} cores)**, "
             f"{p['size']} x {p['size']} pixels, {p['max_iter']} iterations, float64\n\n")
     return head + table(["backend", "size", "first call", "steady state", "Mpixel/s",
-                         "vs 1 core", "vs all cores", "counts vs reference"], rows)
+                         "vs 1 core", "vs all cores (scalar)", "vs all cores (SIMD)",
+                         "counts vs reference"], rows)
 
 
 @pages.renderer("mandelbrot", "precision")
@@ -56,9 +57,35 @@ def cache(slug: str, data: dict) -> str:
         raise pages.NotRecorded("cache")  # no GPU experiment on this machine
     rows = [[c["case"], fmt_time(c["import_s"]), fmt_time(c["context_s"]),
              fmt_time(c.get("numba_init_s")), fmt_time(c["first_call_s"]), fmt_time(c["median_s"])]
-            for c in p["cache"] if "median_s" in c]
+            for c in p["cache"] if "median_s" in c and "first_call_profile" not in c]
     return table(["numba CUDA kernel, fresh process", "import", "GPU context",
                   "numba's first kernel call", "first call of this kernel", "steady state"], rows)
+
+
+@pages.renderer("mandelbrot", "first_call_profile")
+def first_call_profile(slug: str, data: dict) -> str:
+    _, p = _rows(data)
+    prof = next((c["first_call_profile"] for c in p.get("cache", []) if "first_call_profile" in c), None)
+    if prof is None:
+        raise pages.NotRecorded("first_call_profile")
+    rows = [[f"`{r['function']}`", f"{r['calls']:,}", fmt_time(r["own_s"]), fmt_time(r["cumulative_s"])]
+            for r in prof["own"] if r["own_s"] >= 0.01 * prof["wall_s"]]
+    return (f"The first call from a warm cache, run under Python's profiler: {fmt_time(prof['wall_s'])} "
+            "in all (the profiler adds its own overhead). The functions that spent at least 1 % of it "
+            "themselves:\n\n" + table(["function", "calls", "own time", "with its callees"], rows, "lrrr"))
+
+
+@pages.renderer("mandelbrot", "simd")
+def simd(slug: str, data: dict) -> str:
+    _, p = _rows(data)
+    if "simd" not in p:
+        raise pages.NotRecorded("simd")
+    rows = [[f"`{name}`", str(v["packed_mul"]), str(v["packed_mul_512"]), str(v["scalar_mul"])]
+            for name, v in p["simd"].items()]
+    return (f"What LLVM compiled the two all-cores loops to on {pages.machine_title(data, cores=False)} "
+            "(float64; multiply instructions counted in the machine code):\n\n"
+            + table(["loop", "SIMD multiplies", "of them on 512-bit registers", "scalar multiplies"],
+                    rows, "lrrr"))
 
 
 @pages.renderer("mandelbrot", "pitfall")
