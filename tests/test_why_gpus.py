@@ -271,8 +271,34 @@ def test_gpu_kernel_on_device(work, n):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("elems", xk.CUDA_C_ELEMS)
+@pytest.mark.parametrize("n", [1, 255, 257, 1_000_003])
+def test_cuda_c_polynomial_on_device(elems, n):
+    # numba arrays in, only their addresses passed; sizes that leave threads idle or partial
+    from numba import cuda
+    x, _ = inputs(n, seed=4)
+    dx, dout = cuda.to_device(x), cuda.to_device(np.full(n + 1, np.nan, np.float32))
+    xk.horner_cuda_c(n, dx, dout, elems)
+    got = dout.copy_to_host()
+    assert np.isnan(got[n])                                   # nothing written past the end
+    ref = xk.reference("poly", x)
+    assert np.max(np.abs(got[:n] - ref) / ref) <= xk.RTOL["poly"]
+
+
+def test_cuda_c_polynomial_bad_arguments():
+    with pytest.raises(ValueError, match="elems"):
+        xk.horner_cuda_c(10, None, None, 3)
+    with pytest.raises(ValueError, match="32-bit"):
+        xk.horner_cuda_c(2**32, None, None, 1)
+
+
+@pytest.mark.gpu
 def test_run_on_gpu_has_every_backend():
     data = xo.run(10**5, 3)
+    kernels = data["poly_kernels"]
+    assert len(kernels["rows"]) == 1 + len(xk.CUDA_C_ELEMS) and kernels["best_elems"] in xk.CUDA_C_ELEMS
+    assert all(r["max_rel_err"] <= xk.RTOL["poly"] for r in kernels["rows"])
+    assert kernels["rows"][0]["ptx"]["fma"] > 0
     for work in ("saxpy", "poly"):
         assert data[work]["errors"] == []
         backends = {r["backend"] for r in data[work]["rows"]}

@@ -37,7 +37,7 @@ def _steps(width, height, bounds, dtype):
 
 def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_BOUNDS,
                backend: str = "numpy", dtype="float64", contract: bool = False,
-               to_host: bool = True):
+               to_host: bool = True, out=None):
     """Iteration counts of a ``height`` x ``width`` grid over ``bounds``, as int32.
 
     Pixel (row, col) is the point ``xmin + col*dx + i*(ymin + row*dy)`` with
@@ -46,11 +46,16 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
     ``numba-cpu-simd`` every core with blocks of pixels that iterate together in SIMD lanes.
     contract: let GPU compilers fuse multiply-adds (faster; counts may differ near the edge).
     to_host: return a NumPy array; False returns the GPU backends' device array.
+    out: for ``numba-cuda`` and ``cupy``, a ``height`` x ``width`` int32 device array of that
+    library to write into, instead of allocating one per call.
     """
     width, height, max_iter, bounds, dtype = validate(width, height, max_iter, bounds, dtype)
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     xmin, ymin, dx, dy = _steps(width, height, bounds, dtype)
+    if out is not None and (backend not in ("numba-cuda", "cupy") or tuple(out.shape) != (height, width)
+                            or np.dtype(out.dtype) != np.int32):
+        raise ValueError(f"out must be a {height} x {width} int32 array of the numba-cuda or cupy backend")
     if backend == "numpy":
         return _numpy(width, height, max_iter, xmin, ymin, dx, dy)
     if backend in ("numba-cpu", "numba-cpu-1core"):
@@ -62,16 +67,13 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
     if backend == "numba-cpu-simd":
         out = np.empty((height, width), dtype=np.int32)
         cr, ci = coordinates(width, height, xmin, ymin, dx, dy)
-        # Rows cost very different amounts (the set's interior runs every iteration): hand
-        # them to the cores a few at a time instead of one equal slice per core up front.
-        with numba.parallel_chunksize(CHUNK_ROWS):
-            mandel_cpu_simd(out, cr, ci, max_iter, dx.dtype.type(4))
+        mandel_cpu_simd(out, cr, ci, max_iter, dx.dtype.type(4))
         return out
     if backend == "numba-cuda":
-        out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract)
+        out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out)
         return out.copy_to_host() if to_host else out
     if backend == "cupy":
-        out = _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract)
+        out = _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out)
         return out.get() if to_host else out
     out = _torch(width, height, max_iter, xmin, ymin, dx, dy, dtype)
     return out.cpu().numpy() if to_host else out
@@ -141,34 +143,36 @@ LANES = 64  # pixels of a row that iterate together (a few SIMD registers' worth
 
 @numba.njit(parallel=True, cache=True)
 def mandel_cpu_simd(out, cr, ci, max_iter, four):
-    width = out.shape[1]
-    for row in numba.prange(out.shape[0]):          # handed out in small chunks (see below)
-        zr = np.empty(LANES, cr.dtype)
-        zi = np.empty(LANES, cr.dtype)
-        c = np.empty(LANES, cr.dtype)
+    height, width = out.shape
+    cores = numba.get_num_threads()
+    for core in numba.prange(cores):                # one task per core, rows dealt like cards:
+        zr = np.empty(LANES, cr.dtype)              # core k takes rows k, k + cores, ..., so
+        zi = np.empty(LANES, cr.dtype)              # every core gets a fair share of the
+        c = np.empty(LANES, cr.dtype)               # expensive rows that cross the set
         count = np.empty(LANES, np.int32)
-        for col0 in range(0, width, LANES):
-            for k in range(LANES):                  # the last block repeats the last column
-                c[k] = cr[min(col0 + k, width - 1)]
-                zr[k] = 0
-                zi[k] = 0
-                count[k] = 0
-            for i in range(max_iter):
-                alive = 0
-                for k in range(LANES):              # no branch inside: LLVM makes it SIMD
-                    x = zr[k]
-                    y = zi[k]
-                    x2 = x * x
-                    y2 = y * y
-                    inside = x2 + y2 <= four        # an escaped pixel stops counting and
-                    count[k] += inside              # keeps its z: a select, not a jump
-                    alive += inside
-                    zi[k] = (x + x) * y + ci[row] if inside else y
-                    zr[k] = (x2 - y2) + c[k] if inside else x
-                if alive == 0:                      # every pixel of the block escaped
-                    break
-            for k in range(min(LANES, width - col0)):
-                out[row, col0 + k] = count[k]
+        for row in range(core, height, cores):
+            for col0 in range(0, width, LANES):
+                for k in range(LANES):              # the last block repeats the last column
+                    c[k] = cr[min(col0 + k, width - 1)]
+                    zr[k] = 0
+                    zi[k] = 0
+                    count[k] = 0
+                for i in range(max_iter):
+                    alive = 0
+                    for k in range(LANES):          # no branch inside: LLVM makes it SIMD
+                        x = zr[k]
+                        y = zi[k]
+                        x2 = x * x
+                        y2 = y * y
+                        inside = x2 + y2 <= four    # an escaped pixel stops counting and
+                        count[k] += inside          # keeps its z: a select, not a jump
+                        alive += inside
+                        zi[k] = (x + x) * y + ci[row] if inside else y
+                        zr[k] = (x2 - y2) + c[k] if inside else x
+                    if alive == 0:                  # every pixel of the block escaped
+                        break
+                for k in range(min(LANES, width - col0)):
+                    out[row, col0 + k] = count[k]
 # --8<-- [end:numba_cpu_simd]
 
 
@@ -261,8 +265,6 @@ def warm_up_kernel(out):
 
 
 BLOCK = (16, 16)  # (y, x): 16 rows of 16 pixels; threadIdx.x runs along a row
-#: rows handed to a CPU core at a time by ``numba-cpu-simd``
-CHUNK_ROWS = 4
 
 
 def _grid(width, height):
@@ -270,8 +272,9 @@ def _grid(width, height):
     return ((width + BLOCK[1] - 1) // BLOCK[1], (height + BLOCK[0] - 1) // BLOCK[0])
 
 
-def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract):
-    out = cuda.device_array((height, width), dtype=np.int32)
+def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out=None):
+    if out is None:
+        out = cuda.device_array((height, width), dtype=np.int32)
     if contract:
         kernel = mandel_kernel_fma
     else:
@@ -320,9 +323,10 @@ def _cupy_module(contract: bool):
 # --8<-- [end:cupy]
 
 
-def _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract):
+def _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out=None):
     import cupy
-    out = cupy.empty((height, width), dtype=cupy.int32)
+    if out is None:
+        out = cupy.empty((height, width), dtype=cupy.int32)
     kernel = _cupy_module(contract).get_function("mandel_f64" if dtype == "float64" else "mandel_f32")
     cast = np.float64 if dtype == "float64" else np.float32
     kernel(_grid(width, height), (BLOCK[1], BLOCK[0]), (out, np.int32(width), np.int32(height), cast(xmin),

@@ -22,7 +22,7 @@ def speed(slug: str, data: dict) -> str:
     part, p = _rows(data)
     rows = []
     for r in p["rows"]:
-        if r["dtype"] != "float64" or r.get("contract"):
+        if r["dtype"] != "float64" or r.get("contract") or r.get("preallocate"):
             continue
         if "error" in r:
             rows.append([_label(r), "-", "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
@@ -46,8 +46,27 @@ def precision(slug: str, data: dict) -> str:
     _, p = _rows(data)
     rows = [[_label(r), r["dtype"], fmt_time(r["median_s"]), fmt_num(r["mpixels_per_s"], 1),
              f"{r['differing_pixels']:,} ({100 * r['differing_fraction']:.3f} %)"]
-            for r in p["rows"] if "median_s" in r and r["backend"] not in ("numpy", "numba-cpu-1core")]
+            for r in p["rows"] if "median_s" in r and r["backend"] not in ("numpy", "numba-cpu-1core")
+            and not r.get("preallocate")]
     return table(["backend", "dtype", "steady state", "Mpixel/s", "pixels differing from float64"], rows)
+
+
+@pages.renderer("mandelbrot", "kernels")
+def kernels(slug: str, data: dict) -> str:
+    """numba against CuPy on the same kernel, the output allocated once outside the timing."""
+    _, p = _rows(data)
+    alone = {(r["backend"], r["dtype"]): r for r in p["rows"] if r.get("preallocate") and "median_s" in r}
+    if not alone:
+        raise pages.NotRecorded("kernels")
+    rows = []
+    for dtype in ("float32", "float64"):
+        nb, cp = alone.get(("numba-cuda", dtype)), alone.get(("cupy", dtype))
+        if nb and cp:
+            rows.append([dtype, fmt_time(nb["median_s"]), fmt_time(cp["median_s"]),
+                         fmt_ratio(nb["median_s"] / cp["median_s"], 2),
+                         fmt_time(nb["host_median_s"]), fmt_time(cp["host_median_s"])])
+    return table(["dtype", "numba kernel", "CuPy kernel", "numba / CuPy", "numba host time per call",
+                  "CuPy host time per call"], rows, "lrrrrr")
 
 
 @pages.renderer("mandelbrot", "cache")
@@ -68,11 +87,22 @@ def first_call_profile(slug: str, data: dict) -> str:
     prof = next((c["first_call_profile"] for c in p.get("cache", []) if "first_call_profile" in c), None)
     if prof is None:
         raise pages.NotRecorded("first_call_profile")
-    rows = [[f"`{r['function']}`", f"{r['calls']:,}", fmt_time(r["own_s"]), fmt_time(r["cumulative_s"])]
-            for r in prof["own"] if r["own_s"] >= 0.01 * prof["wall_s"]]
+    rows = [[f"`{r['function']}`", f"{r['calls']:,}", fmt_time(r["cumulative_s"]), fmt_time(r["own_s"])]
+            for r in prof["cumulative"]]
     return (f"The first call from a warm cache, run under Python's profiler: {fmt_time(prof['wall_s'])} "
-            "in all (the profiler adds its own overhead). The functions that spent at least 1 % of it "
-            "themselves:\n\n" + table(["function", "calls", "own time", "with its callees"], rows, "lrrr"))
+            "in all (the profiler adds its own overhead). The functions it spent the most time in, "
+            "each with the functions it called, outermost first:\n\n"
+            + table(["function", "calls", "with its callees", "in itself"], rows, "lrrr")
+            + _typing_share(prof))
+
+
+def _typing_share(prof: dict) -> str:
+    typing = max((r["cumulative_s"] for r in prof["cumulative"] if r["function"].endswith("(typeof)")), default=None)
+    if typing is None:
+        return ""
+    return (f"\n\nOf the {fmt_time(prof['wall_s'])}, {fmt_time(typing)} ({100 * typing / prof['wall_s']:.0f} %) "
+            "went to `typeof`: numba working out the types of the call's arguments to find the "
+            "compiled kernel, before anything was loaded.")
 
 
 @pages.renderer("mandelbrot", "simd")

@@ -42,7 +42,7 @@ def card(data: dict) -> str:
         f"Python loop (at {py_size:,}) it looks {fmt_num(over_python, 0)}x faster.",
         f"Peak FP32 predicts a {fmt_num(gpu['peak_tflops'] * 1e3 / cpu['peak_gflops_1fma'], 0)}x lead "
         f"({gpu['sms']} SMs x {gpu['fp32_lanes_per_sm']} lanes against {cores} cores x {cpu['fp32_lanes']} "
-        f"lanes); the simple polynomial kernel reaches {fmt_num(kernel_p / _best_cpu_row(pol, top_p)['gflops'], 0)}x, "
+        f"lanes); the CUDA C polynomial kernel reaches {fmt_num(kernel_p / _best_cpu_row(pol, top_p)['gflops'], 0)}x, "
         f"at {100 * kernel_p / (gpu['peak_tflops'] * 1e3):.1f} % of its peak. Bandwidth-bound SAXPY gets "
         f"{fmt_num(bandwidth, 0)}x.",
     ]

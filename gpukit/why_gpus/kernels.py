@@ -195,6 +195,73 @@ def _numba_cuda():
 
 THREADS_PER_BLOCK = 256
 
+# --8<-- [start:cuda_c]
+# The same polynomial in CUDA C, written for the hardware: the coefficients sit in constant
+# memory and the degree loop is unrolled, so each coefficient becomes an operand of its FFMA
+# instruction instead of a load; each thread evaluates ELEMS elements, ELEMS independent chains
+# of multiply-adds; indices are 32-bit.
+HORNER_CUDA_C = r"""
+__constant__ float coeffs[TERMS];
+
+template <int ELEMS>
+__global__ void horner(const float* __restrict__ x, float* __restrict__ out, unsigned int n)
+{
+    unsigned int stride = gridDim.x * blockDim.x;
+    unsigned int first = blockIdx.x * blockDim.x + threadIdx.x;
+    float xs[ELEMS], p[ELEMS];
+    #pragma unroll
+    for (int j = 0; j < ELEMS; ++j) {
+        unsigned int i = first + j * stride;        // neighbouring threads, neighbouring elements
+        xs[j] = i < n ? x[i] : 0.0f;
+        p[j] = coeffs[0];
+    }
+    #pragma unroll
+    for (int d = 1; d < TERMS; ++d) {
+        #pragma unroll
+        for (int j = 0; j < ELEMS; ++j)
+            p[j] = fmaf(p[j], xs[j], coeffs[d]);
+    }
+    #pragma unroll
+    for (int j = 0; j < ELEMS; ++j) {
+        unsigned int i = first + j * stride;
+        if (i < n) out[i] = p[j];
+    }
+}
+"""
+# --8<-- [end:cuda_c]
+#: elements per thread tried by the benchmark (it keeps the fastest)
+CUDA_C_ELEMS = (1, 2, 4)
+_CUDA_C = None
+
+
+def horner_cuda_c(n: int, x, out, elems: int = 2) -> None:
+    """Launch the CUDA C polynomial kernel (compiled by CuPy) on ``n`` elements of device
+    arrays ``x`` and ``out`` (numba's or CuPy's: only their addresses are passed)."""
+    global _CUDA_C
+    if elems not in CUDA_C_ELEMS:
+        raise ValueError(f"elems must be one of {CUDA_C_ELEMS}, got {elems!r}")
+    if n == 0:
+        return
+    if n >= 2**32:
+        raise ValueError("the CUDA C kernel uses 32-bit indices: n must be below 2**32")
+    import cupy
+    if _CUDA_C is None:
+        module = cupy.RawModule(code=HORNER_CUDA_C.replace("TERMS", str(DEGREE + 1)),
+                                options=("-std=c++17",),
+                                name_expressions=[f"horner<{e}>" for e in CUDA_C_ELEMS])
+        cupy.ndarray((DEGREE + 1,), cupy.float32, module.get_global("coeffs")).set(COEFFS)
+        _CUDA_C = module
+    threads = (n + elems - 1) // elems
+    blocks = (threads + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    _CUDA_C.get_function(f"horner<{elems}>")((blocks,), (THREADS_PER_BLOCK,),
+                                             (np.uint64(_address(x)), np.uint64(_address(out)), np.uint32(n)))
+
+
+def _address(a) -> int:
+    """The device address of a numba or CuPy array (read from the array interface: no wrapping,
+    so none of the stream synchronisation that wrapping one library's array in the other does)."""
+    return a.__cuda_array_interface__["data"][0]
+
 
 def launch(work: str, n: int, *args) -> None:
     """Launch the ``work`` kernel ("saxpy" or "poly") over n elements of device arrays."""

@@ -19,9 +19,9 @@ import numpy as np
 
 from gpukit import device
 
-from .kernels import (BYTES_PER_ELEMENT, COEFFS, DEGREE, FLOPS_PER_ELEMENT, RTOL, SAXPY_A,
-                      cpu_kernel, horner_numpy, horner_python, launch, numba_cpu, reference,
-                      saxpy_numpy, saxpy_python)
+from .kernels import (BYTES_PER_ELEMENT, COEFFS, CUDA_C_ELEMS, DEGREE, FLOPS_PER_ELEMENT, RTOL,
+                      SAXPY_A, cpu_kernel, horner_cuda_c, horner_numpy, horner_python, launch,
+                      numba_cpu, reference, saxpy_numpy, saxpy_python)
 
 NAME = "why_gpus"
 #: Largest size for each slow backend (the fast ones go to n). Pure Python on lists only.
@@ -259,6 +259,12 @@ def _prepare(work, backend, size, xs, ys, os_, bufs):
         args = (SAXPY_A, dx, dy, dout)
     else:
         args = (dx, dout)
+    if work == "poly":                           # the CUDA C kernel, tuned at the largest size
+        def kernel():
+            horner_cuda_c(size, dx, dout, bufs["poly_elems"])
+    else:
+        def kernel():
+            launch(work, size, *args)
     if backend == "gpu-kernel":
         dx.copy_to_device(xs)
         if work == "saxpy":
@@ -267,7 +273,7 @@ def _prepare(work, backend, size, xs, ys, os_, bufs):
 
         def result():
             dout.copy_to_host(os_)
-        return (lambda: launch(work, size, *args)), "numba", result, False
+        return kernel, "numba", result, False
     hx, hy, hout = (xs, ys, os_) if backend == "gpu-pageable" else (
         bufs["px"][:size], bufs["py"][:size], bufs["pout"][:size])
     if backend == "gpu-pinned":
@@ -279,13 +285,55 @@ def _prepare(work, backend, size, xs, ys, os_, bufs):
         dx.copy_to_device(hx)
         if work == "saxpy":
             dy.copy_to_device(hy)
-        launch(work, size, *args)
+        kernel()
         dout.copy_to_host(hout)                  # synchronous: the result is on the host
 
     def result():
         if hout is not os_:
             os_[:] = hout
     return end_to_end, "cpu", result, False
+
+
+def poly_kernels(n: int, repeat: int, bufs: dict, log) -> dict:
+    """The polynomial kernel written three ways, at ``n`` elements: numba's simple loop (one
+    element per thread, coefficients from constant memory), and the CUDA C kernel with 1, 2
+    or 4 elements per thread. Each is checked; the fastest CUDA C one is kept for the sweep."""
+    from gpukit import bench
+    k = numba_cpu()
+    x, out = bufs["x"][:n], bufs["out"][:n]
+    dx, dout = bufs["dx"][:n], bufs["dout"][:n]
+    dx.copy_to_device(x)
+    variants = [("numba, one element per thread", None)] + [
+        (f"CUDA C, unrolled, {e} element{'s' if e > 1 else ''} per thread", e) for e in CUDA_C_ELEMS]
+    peak = device.fp32_peak(device.gpu_properties() or {})
+    rows = []
+    for label, elems in variants:
+        k["fill_nan"](out)
+        dout.copy_to_device(out)
+        fn = (lambda: launch("poly", n, dx, dout)) if elems is None else (
+            lambda e=elems: horner_cuda_c(n, dx, dout, e))
+        t = bench.bench(fn, timer="numba", name=label, warmup=2, repeat=repeat,
+                        flops=FLOPS_PER_ELEMENT["poly"] * n)
+        dout.copy_to_host(out)
+        err = _check("poly", out, x, None, n, f"poly kernel {label}", k)
+        row = {**t.to_dict(), "kernel": label, "elems": elems, "size": n, "max_rel_err": err,
+               "tflops": FLOPS_PER_ELEMENT["poly"] * n / t.median_s / 1e12}
+        row["pct_of_peak"] = 100 * row["tflops"] / peak["tflops"] if peak else None
+        row.pop("samples_s")
+        rows.append(row)
+        log(f"  poly kernel {label:<40} {t.median_s * 1e3:8.3f} ms {row['tflops']:6.1f} TFLOP/s")
+    best = min((r for r in rows if r["elems"]), key=lambda r: r["median_s"])
+    try:   # what numba made of its loop: multiply-adds and constant-memory loads in the PTX
+        import re
+
+        from .kernels import _numba_cuda
+        ptx = "\n".join(_numba_cuda()["poly"].inspect_asm().values())
+        rows[0]["ptx"] = {"fma": len(re.findall(r"\bfma\.rn\.f32\b", ptx)),
+                          "const_loads": len(re.findall(r"\bld\.const\.", ptx))}
+    except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+        rows[0]["ptx"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return {"n": n, "rows": rows, "best_elems": best["elems"],
+            "peak_tflops": peak["tflops"] if peak else None}
 
 
 def run(n: int | None, repeat: int = 30) -> dict:
@@ -325,6 +373,14 @@ def run(n: int | None, repeat: int = 30) -> dict:
             log(f"  GPU buffers: FAILED {type(exc).__name__}: {exc}")
             data["hardware"]["gpu_error"] = f"{type(exc).__name__}: {exc}"
             gpu = False
+    if gpu:
+        try:
+            data["poly_kernels"] = poly_kernels(n_max, repeat, bufs, log)
+            bufs["poly_elems"] = data["poly_kernels"]["best_elems"]
+        except Exception as exc:  # noqa: BLE001
+            log(f"  poly kernels: FAILED {type(exc).__name__}: {exc}")
+            data["poly_kernels"] = {"n": n_max, "rows": [], "error": f"{type(exc).__name__}: {exc}"}
+            bufs["poly_elems"] = 1
     for work in ("saxpy", "poly"):
         try:
             data[work] = _measure_work(work, n_max, repeat, gpu, bufs, log)

@@ -262,6 +262,26 @@ def _register() -> None:
         return f"**{_where(data)}**\n\n" + table(
             ["workload", "GPU kernel alone", "with copies, pageable", "with copies, pinned"], rows, "lrrr")
 
+    @pages.renderer(NAME, "poly-kernels")
+    def poly_kernels(slug: str, data: dict) -> str:
+        pk = data["poly_kernels"]
+        if not pk.get("rows"):
+            raise pages.NotRecorded("poly_kernels")
+        rows = []
+        for r in pk["rows"]:
+            mark = " (kept)" if r["elems"] == pk["best_elems"] else ""
+            rows.append([r["kernel"] + mark, fmt_time(r["median_s"]), fmt_num(r["tflops"], 1),
+                         f"{r['pct_of_peak']:.0f} %" if r.get("pct_of_peak") else "-",
+                         f"{r['max_rel_err']:.1e}"])
+        text = (f"**{_where(data)}**, {pk['n']:,} elements, degree {DEGREE}\n\n"
+                + table(["kernel", "median", "TFLOP/s", "of peak FP32", "max relative error"], rows, "lrrrr"))
+        ptx = pk["rows"][0].get("ptx", {})
+        if "fma" in ptx:
+            text += (f"\n\nnumba's kernel compiles to PTX with {ptx['fma']} multiply-adds and "
+                     f"{ptx['const_loads']} loads from constant memory"
+                     + (": one load for every multiply-add." if ptx["fma"] == ptx["const_loads"] else "."))
+        return text
+
     @pages.renderer(NAME, "hardware")
     def hardware(slug: str, data: dict) -> str:
         h = data["hardware"]
