@@ -78,6 +78,8 @@ CHAPTERS: tuple[Chapter, ...] = (
             benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
             multi_gpu=("cats_vs_dogs_ddp",)),
     Chapter("matmul", "Matrix multiplication"),
+    Chapter("profiling", "Profile before you guess: Nsight Compute, streams and overlap",
+            benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
     Chapter("glossary", "Glossary", benchmarks={}),
 )
 

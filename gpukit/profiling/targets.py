@@ -1,0 +1,150 @@
+"""The kernels ``gpukit profile`` can hand to Nsight Compute, each from an earlier chapter.
+
+Each target names a kernel of an earlier chapter's public API, the regular expression that finds
+its launch among the others (matched against the mangled name, which for numba kernels holds
+their module path), the bytes and FLOPs its work needs at least, and the bytes one thread has
+in flight per step as its code is written. :func:`launch` is what runs under ``ncu``: in a fresh
+process it makes the inputs, launches the kernel ``warmup + 1`` times (the first compiles),
+checks the result and returns a short record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    chapter: str            #: the chapter whose kernel this is
+    regex: str              #: finds the launch by its mangled name
+    bound: str              #: "memory" or "compute": what should limit it
+    n: int                  #: elements (or the matrix side for matmul)
+    in_flight: int | None   #: bytes one thread loads per step before it needs them (from the code)
+
+    def work(self) -> tuple[int, int]:
+        """(bytes moved at least, FLOPs) of one launch."""
+        n = self.n
+        if self.chapter == "vector_add":
+            return 12 * n, n
+        if self.chapter == "matmul":
+            return 3 * 4 * n * n, 2 * n ** 3
+        if self.chapter == "ladder":
+            return 2 * 4 * n * 4096 + 4 * 4096, 0
+        from gpukit.why_gpus import DEGREE
+        return 8 * n, 2 * DEGREE * n
+
+
+#: name -> target; the order of the page's tables
+TARGETS = {
+    "vector-add-numba": Target("vector add, numba grid-stride loop", "vector_add", "add_kernel",
+                               "memory", 2**26, 8),
+    "vector-add-numba-x4": Target("vector add, numba, four loads per thread", "vector_add",
+                                  "add_kernel_x4", "memory", 2**26, 32),
+    "vector-add-cupy-raw": Target("vector add, CuPy RawKernel, one element per thread", "vector_add",
+                                  "add_f32", "memory", 2**26, 8),
+    "vector-add-cupy-elementwise": Target("vector add, CuPy ElementwiseKernel", "vector_add",
+                                          "gpukit_add", "memory", 2**26, 8),
+    "matmul-warptile": Target("matmul 08-warptile (CUDA C)", "matmul", "mm08_warptile",
+                              "compute", 4096, None),
+    "ladder-softmax-numba": Target("row softmax, numba kernel (ladder)", "ladder",
+                                   "numba_softmax_kernel", "memory", 8192, None),
+    "why-gpus-horner": Target("degree-128 polynomial, numba kernel (why GPUs)", "why_gpus",
+                              "horner_kernel", "compute", 2**24, None),
+}
+#: what ``gpukit bench profiles`` records (ncu replays each kernel tens of times: six is plenty)
+RECORDED = ("vector-add-numba", "vector-add-numba-x4", "vector-add-cupy-raw", "matmul-warptile",
+            "ladder-softmax-numba", "why-gpus-horner")
+#: launches before the profiled one: the first compiles, the second warms up
+WARMUP = 2
+
+
+def _vector_add(impl: str, backend: str, n: int):
+    import cupy
+    from gpukit.vector_add import vector_add
+    rng = np.random.default_rng(0)
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    cx, cy = cupy.asarray(x), cupy.asarray(y)
+    out = cupy.full(n, cupy.nan, dtype=cupy.float32)
+
+    def check():
+        from gpukit.verify import check_close
+        return check_close(out, x + y, what=impl)
+    return (lambda: vector_add(cx, cy, backend=backend, impl=impl, out=out)), check
+
+
+def _matmul(n: int):
+    import cupy
+    from gpukit.matmul import check_matmul, matmul
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    ca, cb = cupy.asarray(a), cupy.asarray(b)
+    out = cupy.full((n, n), cupy.nan, dtype=cupy.float32)
+    rows = slice(0, n, max(1, n // 64))             # 64 rows spread over C, in float64
+
+    def check():
+        return check_matmul(out[rows], a[rows], b, what="08-warptile")
+    return (lambda: matmul(ca, cb, kernel="08-warptile", out=out)), check
+
+
+def _softmax(rows: int):
+    from numba import cuda
+    from gpukit.ladder import check, make_inputs
+    from gpukit.ladder.levels import softmax_numba
+    x, scale, bias = make_inputs(rows, 4096)
+    dx, db = cuda.to_device(x), cuda.to_device(bias)
+    out = cuda.to_device(np.full(x.shape, np.nan, dtype=np.float32))
+    return (lambda: softmax_numba(dx, scale, db, out, 256)), \
+        (lambda: check(out.copy_to_host(), x, scale, bias, what="numba softmax"))
+
+
+def _horner(n: int):
+    from numba import cuda
+    from gpukit.verify import check_close
+    from gpukit.why_gpus import RTOL, reference
+    from gpukit.why_gpus.kernels import launch as launch_poly
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    dx = cuda.to_device(x)
+    out = cuda.to_device(np.full(n, np.nan, dtype=np.float32))
+    sample = slice(0, n, max(1, n // 65536))
+
+    def check():
+        host = out.copy_to_host()
+        if not np.isfinite(host).all():                 # the output was poisoned with NaN
+            from gpukit.verify import Mismatch
+            raise Mismatch("horner: some elements were never written")
+        return check_close(host[sample], reference("poly", x[sample]), rtol=RTOL["poly"], what="horner")
+    return (lambda: launch_poly("poly", n, dx, out)), check
+
+
+def setup(name: str, n: int | None = None):
+    """(call, check) for target ``name``: ``call()`` launches the kernel once on the default
+    stream; ``check()`` verifies the output against a float64 reference."""
+    t = TARGETS[name]
+    n = n or t.n
+    if name == "matmul-warptile":
+        return _matmul(n)
+    if name == "ladder-softmax-numba":
+        return _softmax(n)
+    if name == "why-gpus-horner":
+        return _horner(n)
+    impl, backend = {"vector-add-numba": ("grid-stride", "numba-cuda"),
+                     "vector-add-numba-x4": ("grid-stride-x4", "numba-cuda"),
+                     "vector-add-cupy-raw": ("raw", "cupy"),
+                     "vector-add-cupy-elementwise": ("elementwise", "cupy")}[name]
+    return _vector_add(impl, backend, n)
+
+
+def launch(name: str, warmup: int = WARMUP, n: int | None = None) -> dict:
+    """What runs under ncu: ``warmup + 1`` launches of one target, then the check."""
+    import cupy
+    call, check = setup(name, n)
+    for _ in range(warmup + 1):
+        call()
+    cupy.cuda.Device().synchronize()
+    from numba import cuda
+    cuda.synchronize()
+    return {"name": name, "launches": warmup + 1, "max_rel_err": check()}

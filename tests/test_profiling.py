@@ -1,0 +1,372 @@
+"""Profiling chapter: ncu's CSV, the ``gpukit profile`` command's bad input, the chunk scheduler
+(on the host stand-in without a GPU, on CuPy streams with one), the views on CPU records."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from gpukit import device, pages, results
+from gpukit.profiling import ncu, pipeline, targets
+from gpukit.profiling.torchprof import busy_fraction
+from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
+
+#: ncu's ``--csv --page raw`` layout, written by hand (not a measurement): progress lines, a
+#: header, a units row, two kernels, thousands separators and an "n/a"
+SAMPLE = ROOT / "tests" / "data" / "profiling_ncu_raw.csv"
+
+
+# ------------------------------------------------------------------ reading ncu's output
+
+def test_raw_csv_sample_parses_to_si_units():
+    kernels = ncu.parse_raw_csv(SAMPLE.read_text())
+    assert [k["id"] for k in kernels] == ["0", "1"]
+    add, mm = kernels
+    assert "add_kernel" in add["name"] and mm["name"] == "mm08_warptile"
+    assert add["block"] == "(256, 1, 1)" and mm["grid"] == "(32, 32, 1)"
+    m = add["metrics"]
+    assert m["gpu__time_duration.sum"] == pytest.approx(191_232e-9)      # nsecond -> s
+    assert m["dram__bytes_read.sum"] == 536_870_912                        # separators gone
+    assert m["gpc__cycles_elapsed.avg.per_second"] == 1.755e9
+    assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum" not in mm["metrics"]  # n/a
+    assert "Kernel Name" not in m and "Block Size" not in m
+
+
+def test_key_metrics_from_the_sample():
+    add, mm = (ncu.key_metrics(k["metrics"]) for k in ncu.parse_raw_csv(SAMPLE.read_text()))
+    assert add["dram_bytes"] == 536_870_912 + 268_435_456
+    assert add["dram_gbs"] == pytest.approx(add["dram_bytes"] / 191_232e-9 / 1e9)
+    assert add["dram_pct"] == 82.51 and add["sm_pct"] == 21.3 and add["registers_per_thread"] == 16
+    assert add["top_stalls"][0]["reason"] == "long_scoreboard"
+    reasons = [s["reason"] for s in add["top_stalls"]]
+    assert not any("not_issued" in r for r in reasons) and len(reasons) <= 4
+    assert mm["bank_conflicts"] == 1_048_576                              # ld only; st was n/a
+    assert mm["top_stalls"][0]["reason"] == "mio_throttle"
+    lines = ncu.summary_lines("matmul", mm)
+    assert any("bank conflicts" in ln for ln in lines) and any("128" in ln for ln in lines)
+
+
+def test_text_without_a_table_has_no_kernels():
+    assert ncu.parse_raw_csv("==PROF== Connected\n==WARNING== No kernels were profiled.\n") == []
+    assert ncu.number("n/a") is None and ncu.number("1,234.5") == 1234.5
+
+
+@pytest.mark.parametrize("output, rc, kind", [
+    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", 1, "permission"),
+    ("==WARNING== No kernels were profiled.", 0, "no-kernel"),
+    ("==ERROR== Failed to find metric foo", 1, "failed"),
+    ("==PROF== Disconnected from process 1", 0, None),
+])
+def test_failures_are_classified(output, rc, kind):
+    err = ncu.classify(output, rc)
+    assert (err and err.kind) == kind
+    if kind == "permission":
+        assert "NVreg_RestrictProfilingToAdminUsers=0" in str(err) and ncu.PERMISSION_URL in str(err)
+
+
+def test_command_profiles_one_steady_state_launch():
+    cmd = ncu.command("/x/ncu", "gpukit.profiling.targets:launch", "add_kernel", 2, "/tmp/r")
+    text = " ".join(cmd)
+    assert "--launch-skip 2" in text and "--launch-count 1" in text
+    assert "--kernel-name regex:add_kernel" in text and "--clock-control none" in text
+    assert all(f"--section {s}" in text for s in ncu.SECTIONS)
+    assert cmd[-3:] == ["-m", "gpukit.proc", "gpukit.profiling.targets:launch"]
+    assert "--metrics" not in ncu.command("/x/ncu", "t", "r", 0, "/tmp/r", metrics=False)
+
+
+FAKE_NCU = """#!{python}
+import os, sys
+args = sys.argv[1:]
+mode = os.environ.get("FAKE_NCU_MODE", "ok")
+with open(os.environ["FAKE_NCU_LOG"], "a") as log:
+    log.write(" ".join(args) + "\\n")
+if "--import" in args:
+    print(open({sample!r}).read())
+    sys.exit(0)
+if mode == "permission":
+    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access counters")
+    sys.exit(1)
+if mode == "bad-metric" and "--metrics" in args:
+    print("==ERROR== Failed to find metric dram__bytes_read.sum")
+    sys.exit(1)
+if mode == "mangled-misses" and "mangled" in args:
+    print("==WARNING== No kernels were profiled.")
+    sys.exit(0)
+with open(args[args.index("--export") + 1] + ".ncu-rep", "w") as fh:
+    fh.write("not a real report")
+print("==PROF== Disconnected from process 1")
+"""
+
+
+@pytest.mark.parametrize("mode, calls, named", [("ok", 1, True), ("bad-metric", 2, False),
+                                                 ("mangled-misses", 2, True)])
+def test_run_retries_only_what_failed(tmp_path, monkeypatch, mode, calls, named):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.chmod(0o755)
+    log = tmp_path / "log"
+    monkeypatch.setenv("GPUKIT_NCU", str(fake))
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    monkeypatch.setenv("FAKE_NCU_LOG", str(log))
+    res = ncu.run(["vector-add-numba", 2], "add_kernel", 2, str(tmp_path / "r"))
+    runs = [ln for ln in log.read_text().splitlines() if "--import" not in ln]
+    assert len(runs) == calls and res["used_named_metrics"] is named
+    assert len(res["kernels"]) == 2 and res["report"].endswith("r.ncu-rep")
+    if mode == "mangled-misses":
+        assert "--kernel-name-base demangled" in runs[-1]
+
+
+def test_run_stops_at_a_permission_error(tmp_path, monkeypatch):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.chmod(0o755)
+    monkeypatch.setenv("GPUKIT_NCU", str(fake))
+    monkeypatch.setenv("FAKE_NCU_MODE", "permission")
+    monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "log"))
+    with pytest.raises(ncu.NcuError) as info:
+        ncu.run(["vector-add-numba", 2], "add_kernel", 2, str(tmp_path / "r"))
+    assert info.value.kind == "permission"
+    assert len((tmp_path / "log").read_text().splitlines()) == 1
+
+
+def test_every_target_names_its_kernel_and_work():
+    assert set(targets.RECORDED) <= set(targets.TARGETS) and len(targets.RECORDED) == 6
+    for name, t in targets.TARGETS.items():
+        nbytes, flops = t.work()
+        assert nbytes > 0 and flops >= 0 and t.regex and t.bound in ("memory", "compute")
+
+
+# ------------------------------------------------------------------ the command
+
+def test_list_names_every_target():
+    proc = run_cli("profile", "--list")
+    assert proc.returncode == 0, proc.stderr
+    assert all(name in proc.stdout for name in targets.TARGETS)
+
+
+def test_unknown_name(tmp_path):
+    line = assert_one_line_error(run_cli("profile", "no-such-kernel", "--out", tmp_path))
+    assert "unknown kernel" in line and "--list" in line
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_name():
+    assert "--list" in assert_one_line_error(run_cli("profile"))
+
+
+def test_missing_ncu(tmp_path):
+    env = {"PATH": os.path.dirname(sys.executable), "GPUKIT_NCU": str(tmp_path / "no-ncu")}
+    line = assert_one_line_error(run_cli("profile", "vector-add-numba", "--out", tmp_path / "o", env=env))
+    assert "not found" in line and "/usr/local/cuda/bin" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_no_gpu(tmp_path):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.chmod(0o755)
+    env = {"GPUKIT_NCU": str(fake), "CUDA_VISIBLE_DEVICES": "", "FAKE_NCU_LOG": str(tmp_path / "log")}
+    line = assert_one_line_error(run_cli("profile", "matmul-warptile", "--out", tmp_path / "o", env=env))
+    assert "needs an NVIDIA GPU" in line and not (tmp_path / "log").exists()
+
+
+def test_out_is_a_file(tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("a file")
+    line = assert_one_line_error(run_cli("profile", "vector-add-numba", "--out", blocker))
+    assert "is a file" in line
+
+
+# ------------------------------------------------------------------ chunks and the scheduler
+
+@pytest.mark.parametrize("n, count", [(0, 3), (1, 1), (1, 5), (7, 3), (1001, 16), (64, 64), (10, 1)])
+def test_chunks_cover_the_range(n, count):
+    parts = pipeline.chunks(n, count)
+    assert len(parts) == min(n, count)
+    if parts:
+        assert [lo for lo, _ in parts] == [0] + [hi for _, hi in parts[:-1]]
+        assert parts[-1][1] == n
+        sizes = [hi - lo for lo, hi in parts]
+        assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+
+
+def test_bad_chunk_arguments():
+    with pytest.raises(ValueError):
+        pipeline.chunks(10, 0)
+    with pytest.raises(ValueError):
+        pipeline.chunks(-1, 2)
+
+
+@pytest.mark.parametrize("n, count, streams", [(1, 1, 1), (7, 3, 2), (1001, 16, 4), (333, 5, 8)])
+def test_host_pipeline_equals_serial(n, count, streams):
+    x = np.random.default_rng(n).random(n, dtype=np.float32)
+    serial, piped = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    pipeline.run(pipeline.HostOps(x, serial, 12), n, 1, 1)
+    res = pipeline.run(pipeline.HostOps(x, piped, 12), n, count, streams)
+    assert np.array_equal(serial, piped) and np.isfinite(piped).all()
+    ref = pipeline.reference(x, 12)
+    assert np.max(np.abs(piped - ref) / ref) < pipeline.rtol(12)
+    assert [r["stream"] for r in res["chunks"]] == [i % streams for i in range(min(n, count))]
+    for r in res["chunks"]:
+        assert r["t"] == sorted(r["t"])          # before <= copied <= computed <= done
+
+
+def test_timeline_keeps_copies_of_one_direction_apart():
+    recs = [{"chunk": 0, "stream": 0, "t": [0.0, 2.0, 5.0, 6.0]},
+            {"chunk": 1, "stream": 1, "t": [0.0, 4.0, 7.0, 8.0]}]
+    bars = pipeline.timeline(recs)
+    copy_in = [b for b in bars if b["kind"] == "copy in"]
+    assert copy_in[1]["start"] == 2.0             # waited for chunk 0's copy in
+    assert all(b["start"] <= b["stop"] for b in bars)
+
+
+def test_model_timeline():
+    serial = pipeline.model_timeline(4, 1, 1, 1, pipelined=False)
+    piped = pipeline.model_timeline(4, 1, 1, 1, pipelined=True)
+    assert pipeline.makespan(serial) == pytest.approx(3.0)
+    assert pipeline.makespan(piped) == pytest.approx(1.0 + 2 * 0.25)   # bound + fill and drain
+    lopsided = pipeline.model_timeline(8, 1, 4, 1)
+    assert pipeline.makespan(lopsided) == pytest.approx(4 + 2 / 8)      # the kernel is the bound
+
+
+def test_busy_fraction_is_the_union():
+    assert busy_fraction([(0, 2), (1, 3), (5, 6)], 0, 10) == pytest.approx(0.4)
+    assert busy_fraction([], 0, 1) == 0.0 and busy_fraction([(0, 1)], 1, 1) == 0.0
+
+
+# ------------------------------------------------------------------ records and views, no GPU
+
+def test_profiles_without_ncu_fail_soft(tmp_path):
+    data = cpu_results_file("gpukit.profiling.profiles:run", [None, 3], "profiles", tmp_path)
+    part = data["cpu"]
+    assert part["rows"] == [] and len(part["failed"]) == 6
+    assert all(f["error"] for f in part["failed"])
+    for view in ("summary", "stalls", "littles-law", "bytes", "readings"):
+        with pytest.raises(pages.MissingResults):
+            pages.render("profiles", view, root=tmp_path)
+
+
+def test_cpu_record_and_views(tmp_path):
+    data = cpu_results_file("gpukit.profiling.measure:run", [4096, 3], "profiling", tmp_path)
+    part = data["cpu"]
+    assert part["host_scheduler_equal"] and part["rows"][0]["max_rel_err"] < pipeline.rtol(64)
+    md = pages.render("profiling", "baseline", root=tmp_path)
+    assert "numba parallel" in md and "Measured on" in md
+    for view in ("stages", "runs", "sweep", "timeline", "managed", "torch", "card"):
+        with pytest.raises(pages.MissingResults):
+            pages.render("profiling", view, root=tmp_path)
+
+
+def test_concept_picture_builds_without_a_gpu():
+    html = pages.render_data("profiling", "concept")
+    assert 'class="gpukit-plot"' in html and "<svg" in html
+
+
+def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
+    rows = []
+    for name, k in zip(("vector-add-numba", "matmul-warptile"), ncu.parse_raw_csv(SAMPLE.read_text())):
+        t = targets.TARGETS[name]
+        key = ncu.key_metrics(k["metrics"])
+        nbytes, flops = t.work()
+        rows.append({"name": name, "label": t.label, **key, "median_s": key["duration_s"],
+                     "counted_bytes": nbytes, "counted_flops": flops,
+                     "in_flight_bytes_per_thread": t.in_flight})
+    machine = {**device.machine_record(), "slug": "sample-gpu",
+               "gpu": {"name": "sample", "multiprocessors": 132, "max_threads_per_multiprocessor": 2048}}
+    results.save("profiles", {"gpu": {"n": 2, "rows": rows, "failed": [], "ncu_version": "sample",
+                                      "sections": list(ncu.SECTIONS), "warmup_launches": 2}},
+                 root=tmp_path, machine=machine)
+    summary = pages.render("profiles", "summary", root=tmp_path)
+    assert "long scoreboard" in summary and "82.5 %" in summary
+    assert "1,048,576" in pages.render("profiles", "stalls", root=tmp_path)
+    law = pages.render("profiles", "littles-law", root=tmp_path)
+    assert "numba grid-stride" in law and "matmul" not in law
+    assert "ratio" in pages.render("profiles", "bytes", root=tmp_path)
+    read = pages.render("profiles", "readings", root=tmp_path)
+    assert "near the memory limit" in read and "latency" not in read.split("matmul")[0]
+
+
+def _synthetic_gpu_part() -> dict:
+    """A record shaped like ``measure.gpu_part``'s, with made-up times (not measurements): it
+    exercises every view's code path on a machine without a GPU."""
+    x = np.random.default_rng(0).random(1000, dtype=np.float32)
+    out = np.full_like(x, np.nan)
+    events = pipeline.run(pipeline.HostOps(x, out, 8), x.size, 8, 4)
+    stage = {"median_s": 0.02, "gbs": 50.0}
+    names = ["serial, pageable", "serial, pinned", "16 chunks, 1 stream, pinned",
+             "pipelined, 16 chunks on 4 streams, pageable", "pipelined, 16 chunks on 4 streams, pinned"]
+    rows = [{"name": nm, "chunks": 16 if "16" in nm else 1, "streams": 4 if "4 streams" in nm else 1,
+             "median_s": t, "vs_ideal": t / 0.02, "pinned": "pageable" not in nm}
+            for nm, t in zip(names, (0.13, 0.06, 0.06, 0.12, 0.024))]
+    return {"n": 1000, "bytes": 4000, "degree": 8, "flops_per_byte": 2.0, "copy_engines": 2,
+            "max_rel_err": 1e-7, "pipelined_equals_serial": True,
+            "stages": [{"name": n, **stage} for n in ("copy in, pinned", "copy out, pinned")]
+            + [{"name": "kernel", "median_s": 0.02, "gbs": None}],
+            "ideal_s": 0.02, "serial_sum_s": 0.06, "rows": rows,
+            "sweep": [{"chunks": c, "streams": min(c, 4), "median_s": 0.03, "vs_ideal": 1.5} for c in (1, 8)],
+            "timeline": {"pipelined": {"streams": 4, "bars": pipeline.timeline(events["chunks"])},
+                         "serial": {"streams": 1, "bars": pipeline.timeline(events["chunks"])}},
+            "managed": {"n": 1000, "bytes": 4000, "rows": [
+                {"name": "managed, page faults", "in_and_kernel_s": 0.1, "back_s": 0.1, "median_s": 0.2},
+                {"name": "managed, prefetched", "error": "RuntimeError: synthetic"}]},
+            "cpu_baseline": {"name": "numba parallel (all cores)", "threads": 16, "elements": 1000,
+                             "median_s": 0.5, "elements_per_s": 2000.0},
+            "torch": {"steps": 2, "batch": 8, "image_size": 32, "span_us": 2000.0, "busy": 0.5,
+                      "kernel_count": 40, "kernels": [{"name": "k", "calls": 4, "device_us": 100.0,
+                                                       "share": 1.0}],
+                      "phases": {"forward": {"cpu_us": 10.0, "device_us": 5.0}}}}
+
+
+def test_gpu_views_render_a_synthetic_record(tmp_path):
+    machine = {**device.machine_record(), "slug": results.reference_machine(),
+               "gpu": {"name": "synthetic GPU"}}
+    results.save("profiling", {"gpu": _synthetic_gpu_part()}, root=tmp_path, machine=machine)
+    for view in ("stages", "runs", "sweep", "managed", "baseline", "torch"):
+        assert "Measured on" in pages.render("profiling", view, root=tmp_path), view
+    assert "<svg" in pages.render("profiling", "timeline", root=tmp_path)
+    assert "bit for bit" in pages.render("profiling", "runs", root=tmp_path)
+    assert "failed: RuntimeError" in pages.render("profiling", "managed", root=tmp_path)
+    card = pages.render("profiling", "card", root=tmp_path)
+    assert card.count("    1. ") == 3 and "50 %" in card
+
+
+# ------------------------------------------------------------------ real GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("count, streams", [(1, 1), (7, 3), (16, 4)])
+def test_gpu_pipeline_equals_serial_and_events_are_ordered(count, streams):
+    import cupy
+    import cupyx
+    n = 1_000_003                                  # not a multiple of any chunk count here
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    pin_in = cupyx.empty_pinned(n, np.float32)
+    pin_in[:] = x
+    outs = []
+    for c, s in ((1, 1), (count, streams)):
+        out = cupyx.empty_pinned(n, np.float32)
+        out[:] = np.nan
+        ops = pipeline.CupyOps(pin_in, out, cupy.empty(n, cupy.float32), cupy.empty(n, cupy.float32), 64, s)
+        res = pipeline.run(ops, n, c, s)
+        for r in res["chunks"]:
+            assert r["t"] == sorted(r["t"]) and r["t"][0] > -1e-4   # after the start event
+        outs.append(out.copy())
+    assert np.array_equal(outs[0], outs[1]) and np.isfinite(outs[1]).all()
+    sample = slice(0, n, 997)
+    ref = pipeline.reference(x[sample], 64)
+    assert np.max(np.abs(outs[1][sample] - ref) / ref) < pipeline.rtol(64)
+
+
+@pytest.mark.gpu
+def test_gpu_target_launches_and_checks():
+    rec = targets.launch("vector-add-cupy-raw", 1, 1 << 20)
+    assert rec["launches"] == 2 and rec["max_rel_err"] <= 1e-6
+
+
+@pytest.mark.gpu
+def test_gpu_profile_command(tmp_path):
+    proc = run_cli("profile", "vector-add-cupy-raw", "--out", tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "DRAM throughput" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vector-add-cupy-raw.json",
+                                                          "vector-add-cupy-raw.ncu-rep"]
