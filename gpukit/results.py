@@ -80,6 +80,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("matmul", "Matrix multiplication"),
     Chapter("profiling", "Profile before you guess: Nsight Compute, streams and overlap",
             benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
+    Chapter("exercises", "Exercises: GPU puzzles"),
     Chapter("glossary", "Glossary", benchmarks={}),
 )
 

@@ -201,16 +201,16 @@ def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
     ci = add(ymin, mul(row, dy))
     zr = 0.0
     zi = 0.0
-    count = max_iter
-    for i in range(max_iter):
+    i = numba.int32(0)                            # one 32-bit counter: the iteration count
+    while i < max_iter:
         zr2 = mul(zr, zr)
         zi2 = mul(zi, zi)
         if add(zr2, zi2) > 4.0:
-            count = i
-            break
+            break                                 # escaped after i iterations
         zi = add(mul(add(zr, zr), zi), ci)
         zr = add(add(zr2, -zi2), cr)
-    out[row, col] = count
+        i += numba.int32(1)                       # (i + 1 would be a 64-bit integer)
+    out[row, col] = i
 # --8<-- [end:numba_cuda]
 
 
@@ -223,16 +223,16 @@ def mandel_kernel_f32(out, xmin, ymin, dx, dy, max_iter):
     ci = add32(ymin, mul32(numba.float32(row), dy))
     zr = numba.float32(0)
     zi = numba.float32(0)
-    count = max_iter
-    for i in range(max_iter):
+    i = numba.int32(0)
+    while i < max_iter:
         zr2 = mul32(zr, zr)
         zi2 = mul32(zi, zi)
         if add32(zr2, zi2) > numba.float32(4):
-            count = i
             break
         zi = add32(mul32(add32(zr, zr), zi), ci)
         zr = add32(add32(zr2, -zi2), cr)
-    out[row, col] = count
+        i += numba.int32(1)
+    out[row, col] = i
 
 
 # --8<-- [start:numba_cuda_fma]
@@ -246,16 +246,16 @@ def mandel_kernel_fma(out, xmin, ymin, dx, dy, max_iter):
     ci = ymin + row * dy
     zr = cr - cr
     zi = cr - cr
-    count = max_iter
-    for i in range(max_iter):
+    i = numba.int32(0)
+    while i < max_iter:
         zr2 = zr * zr
         zi2 = zi * zi
         if zr2 + zi2 > 4:
-            count = i
             break
         zi = (zr + zr) * zi + ci
         zr = (zr2 - zi2) + cr
-    out[row, col] = count
+        i += numba.int32(1)
+    out[row, col] = i
 # --8<-- [end:numba_cuda_fma]
 
 @cuda.jit(cache=True)

@@ -203,10 +203,25 @@ def gpu_part(n: int, repeat: int) -> dict:
             "cpu_baseline": base, "torch": torch_part, "total_s": time.perf_counter() - t_start}
 
 
+def _prefetch(ptr: int, nbytes: int, device: int, stream_ptr: int) -> None:
+    """``cuMemPrefetchAsync`` of the driver API (device -1: to the host).
+
+    Called through the driver library with its original signature, which the driver keeps
+    exporting: CUDA 13 changed the runtime's ``cudaMemPrefetchAsync`` to take a location
+    structure, and CuPy's wrapper of it failed here with "invalid device ordinal"."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    fn = lib.cuMemPrefetchAsync
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    status = fn(ptr, nbytes, device, stream_ptr)
+    if status != 0:
+        raise RuntimeError(f"cuMemPrefetchAsync failed with CUresult {status}")
+
+
 def managed_part(x: np.ndarray, degree: int, free: int, repeat: int) -> dict:
     """The same job on managed memory: the host writes the input, the kernel reads it where it
     lies, the host reads the result. Without prefetching, pages move on first touch (page
-    faults); with it, ``cudaMemPrefetchAsync`` moves them in bulk first. Never more than a
+    faults); with it, ``cuMemPrefetchAsync`` moves them in bulk first. Never more than a
     quarter of the free GPU memory."""
     import cupy
     n = int(min(x.size, free // 4 // 8))
@@ -232,13 +247,13 @@ def managed_part(x: np.ndarray, degree: int, free: int, repeat: int) -> dict:
             try:
                 with stream:
                     if prefetch:
-                        cupy.cuda.runtime.memPrefetchAsync(m_in.ptr, n * 4, 0, stream.ptr)
-                        cupy.cuda.runtime.memPrefetchAsync(m_out.ptr, n * 4, 0, stream.ptr)
+                        _prefetch(m_in.ptr, n * 4, cupy.cuda.Device().id, stream.ptr)
+                        _prefetch(m_out.ptr, n * 4, cupy.cuda.Device().id, stream.ptr)
                     kernel(c_in, np.int32(degree), c_out)
                     stream.synchronize()
                     t1 = time.perf_counter()
                     if prefetch:
-                        cupy.cuda.runtime.memPrefetchAsync(m_out.ptr, n * 4, -1, stream.ptr)
+                        _prefetch(m_out.ptr, n * 4, -1, stream.ptr)
                         stream.synchronize()
                     touched = float(h_out[::1024].sum())   # the host reads every 4 KiB page
             except Exception as exc:  # noqa: BLE001 - e.g. an API this CUDA version changed

@@ -1,0 +1,60 @@
+"""Does a kernel that passes on the simulator compile for a real GPU?
+
+The simulator runs a kernel as Python: lists, float64 literals or a shared array whose shape is
+computed inside the kernel all pass there and fail (or slow down) on a GPU. numba can compile a
+kernel to PTX without a GPU when the CUDA toolkit's NVVM is installed; :func:`compile_ptx` does
+that with the argument types of the puzzle's full-size run (in a process without the simulator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _types(puzzle, consts: dict) -> tuple:
+    import numba
+    from numba import typeof
+    rng = np.random.default_rng(0)
+    p = {k.lower(): v for k, v in consts.items()}
+    p.update(puzzle.sizes(rng, consts, False))
+    inputs = puzzle.make(rng, p)
+    outs = {k: np.empty(s[0], s[1]) for k, s in puzzle.outs(p).items()}
+    sig = []
+    for name in puzzle.args:
+        value = outs.get(name, inputs.get(name))
+        sig.append(typeof(value) if isinstance(value, np.ndarray) else numba.typeof(value))
+    return tuple(sig)
+
+
+def compile_ptx(num: int, path: str) -> dict:
+    """``{"ok": True, "ptx_lines": N}``, ``{"ok": False, "message": ...}``, or
+    ``{"skipped": why}`` where this machine has no NVVM."""
+    from .grader import BadSubmission, load
+    from .puzzles import find
+    puzzle = find(num)
+    consts = {k: v[1] for k, v in puzzle.consts.items()}
+    try:
+        from numba import cuda
+        cuda.compile_ptx                                  # noqa: B018 - present, not the simulator's
+    except (ImportError, AttributeError) as exc:
+        return {"skipped": f"numba cannot compile CUDA here: {exc}"}
+    try:
+        module = load(puzzle, path, consts)
+    except BadSubmission as exc:
+        return {"ok": False, "message": str(exc)}
+    kernel = getattr(module, puzzle.kernel)
+    try:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, _types(puzzle, consts), cc=(9, 0))
+    except Exception as exc:  # noqa: BLE001 - numba's compile error is the message
+        text = str(exc)
+        if "libnvvm" in text.lower() or "nvvm" in type(exc).__name__.lower():
+            return {"skipped": f"no NVVM on this machine: {text.splitlines()[0][:200]}"}
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+        return {"ok": False, "message": f"does not compile for a GPU: {type(exc).__name__}: {first[:300]}"}
+    f64 = sum(1 for ln in ptx.splitlines() if ".f64" in ln and ("add" in ln or "mul" in ln or "fma" in ln))
+    return {"ok": True, "ptx_lines": len(ptx.splitlines()), "f64_arith": f64}
+
+
+def compile_many(items: list) -> list:
+    """:func:`compile_ptx` for each ``[num, path]``, in this one process."""
+    return [compile_ptx(*item) for item in items]

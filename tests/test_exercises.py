@@ -1,0 +1,385 @@
+"""Exercises: every reference passes at its minimum score, every starter fails, typical wrong or
+lazy solutions fail with a useful message, the progress file, the command's bad input."""
+
+import json
+import os
+
+import pytest
+
+from gpukit import pages, proc
+from gpukit.exercises import puzzles
+from tests.helpers import ROOT, assert_one_line_error, run_cli, run_without_gpu
+
+SEED = 12345
+
+
+def _check(items):
+    return run_without_gpu("gpukit.exercises.grader:check_many", items, timeout=300)
+
+
+@pytest.mark.parametrize("nums", [range(1, 11), range(11, 21)], ids=["1-10", "11-20"])
+def test_reference_solutions_pass_at_their_minimum(nums):
+    items = [[n, str(puzzles.solution(puzzles.find(n))), SEED + n] for n in nums]
+    for n, r in zip(nums, _check(items)):
+        assert r["ok"], (n, r)
+        assert r["at_minimum"], (n, r)
+        for t in r["trials"]:
+            assert t["score"] == t["minimum"], (n, t)   # the stated minimum is what the reference does
+        sizes = [t["sizes"] for t in r["trials"]]
+        assert sizes[0] != sizes[1], n                   # two different sizes
+        assert r["seconds"] < 4, (n, r["seconds"])
+
+
+def test_every_starter_fails():
+    items = [[p.num, str(puzzles.starter(p)), SEED] for p in puzzles.PUZZLES]
+    for p, r in zip(puzzles.PUZZLES, _check(items)):
+        assert "bad_input" not in r, (p.num, r)
+        assert not r["ok"], (p.num, r)
+
+
+WRONG = {
+    # (puzzle, kernel body or whole file, what the message must say)
+    "off_by_one_guard": (3, """
+from numba import cuda
+@cuda.jit
+def guard_add_ten(out, a):
+    i = cuda.threadIdx.x
+    if i <= a.shape[0]:
+        out[i] = a[i] + 10
+""", "outside the array"),
+    "no_guard": (3, """
+from numba import cuda
+@cuda.jit
+def guard_add_ten(out, a):
+    i = cuda.threadIdx.x
+    out[i] = a[i] + 10
+""", "needs a guard"),
+    "returns_the_input": (1, """
+from numba import cuda
+@cuda.jit
+def map_add_ten(out, a):
+    i = cuda.threadIdx.x
+    out[i] = a[i]
+""", "first wrong element: out[0]"),
+    "only_the_example_size": (6, """
+from numba import cuda
+@cuda.jit
+def blocks_add_ten(out, a):
+    i = cuda.grid(1)
+    if i < 24:
+        out[i] = a[i] + 10
+""", "never written"),
+    "hard_coded_block_size": (6, """
+from numba import cuda
+@cuda.jit
+def blocks_add_ten(out, a):
+    i = cuda.blockIdx.x * 16 + cuda.threadIdx.x
+    if i < a.shape[0]:
+        out[i] = a[i] + 10
+""", "first wrong element"),
+    "missing_syncthreads": (7, """
+import numba
+from numba import cuda
+TPB = 8
+@cuda.jit
+def swap_pairs(out, a):
+    s = cuda.shared.array(TPB, numba.float32)
+    i = cuda.grid(1)
+    l = cuda.threadIdx.x
+    if i < a.shape[0]:
+        s[l] = a[i]
+        if (i ^ 1) < a.shape[0]:
+            out[i] = s[l ^ 1]
+        else:
+            out[i] = s[l]
+""", "race on shared"),
+    "partner_from_global_memory": (7, """
+from numba import cuda
+@cuda.jit
+def swap_pairs(out, a):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        j = i ^ 1
+        out[i] = a[j] if j < a.shape[0] else a[i]
+""", "use shared memory"),
+    "reads_twice": (7, """
+import numba
+from numba import cuda
+TPB = 8
+@cuda.jit
+def swap_pairs(out, a):
+    s = cuda.shared.array(TPB, numba.float32)
+    i = cuda.grid(1)
+    l = cuda.threadIdx.x
+    if i < a.shape[0]:
+        s[l] = a[i]
+        j = i ^ 1
+        out[i] = a[j] if j < a.shape[0] else a[i]
+""", "the rules allow at most 1"),
+    "window_too_wide": (8, """
+import numba
+from numba import cuda
+TPB = 8
+SIZE = TPB + 2
+@cuda.jit
+def pool3(out, a):
+    s = cuda.shared.array(SIZE, numba.float32)
+    i = cuda.grid(1)
+    l = cuda.threadIdx.x
+    if i < a.shape[0]:
+        s[l + 2] = a[i]
+    if l < 2:
+        s[l] = a[i - 3] if i >= 3 else 0
+    cuda.syncthreads()
+    if i < a.shape[0]:
+        out[i] = s[l] + s[l + 1] + s[l + 2]
+""", "first wrong element"),
+    "scan_without_the_first_barrier": (12, """
+import numba
+from numba import cuda
+TPB = 8
+@cuda.jit
+def block_scan(out, a):
+    s = cuda.shared.array(TPB, numba.float32)
+    i = cuda.grid(1)
+    l = cuda.threadIdx.x
+    v = numba.float32(0)
+    if i < a.shape[0]:
+        v = a[i]
+    s[l] = v
+    cuda.syncthreads()
+    d = 1
+    while d < TPB:
+        if l >= d:
+            v += s[l - d]
+            s[l] = v
+        cuda.syncthreads()
+        d *= 2
+    if i < a.shape[0]:
+        out[i] = v
+""", "race on shared"),
+    "histogram_without_atomics": (13, """
+from numba import cuda
+@cuda.jit
+def histogram(hist, values):
+    i = cuda.grid(1)
+    if i < values.shape[0]:
+        hist[values[i]] += 1
+""", "race on hist"),
+    "transpose_without_padding": (14, """
+import numba
+from numba import cuda
+TILE = 4
+@cuda.jit
+def transpose(out, a):
+    tile = cuda.shared.array((TILE, TILE), numba.float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    r = cuda.blockIdx.y * TILE + ty
+    c = cuda.blockIdx.x * TILE + tx
+    if r < a.shape[0] and c < a.shape[1]:
+        tile[ty, tx] = a[r, c]
+    cuda.syncthreads()
+    r = cuda.blockIdx.x * TILE + ty
+    c = cuda.blockIdx.y * TILE + tx
+    if r < out.shape[0] and c < out.shape[1]:
+        out[r, c] = tile[tx, ty]
+""", "bank conflict"),
+    "naive_transpose": (14, """
+from numba import cuda
+@cuda.jit
+def transpose(out, a):
+    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    r = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[c, r] = a[r, c]
+""", "use shared memory"),
+    "warp_lanes_leave_early": (20, """
+import numba
+from numba import cuda
+@cuda.jit
+def warp_sum(out, a):
+    i = cuda.grid(1)
+    if i >= a.shape[0]:
+        return
+    v = a[i]
+    k = 16
+    while k > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, k)
+        k //= 2
+    if cuda.threadIdx.x % 32 == 0:
+        out[i // 32] = v
+""", "never came"),
+    "hard_coded_answer": (9, """
+from numba import cuda
+@cuda.jit
+def dot(out, a, b):
+    if cuda.threadIdx.x == 0:
+        out[0] = 14.36859
+""", "first wrong element: out[0]"),
+    "changes_its_input": (1, """
+from numba import cuda
+@cuda.jit
+def map_add_ten(out, a):
+    i = cuda.threadIdx.x
+    a[i] = a[i] + 10
+    out[i] = a[i]
+""", "changed its input"),
+}
+
+BAD = {
+    "numpy_on_the_host": (1, """
+import numpy as np
+def map_add_ten(out, a):
+    out[:] = np.asarray(a) + 10
+""", "is not a @cuda.jit kernel"),
+    "wrong_kernel_name": (1, """
+from numba import cuda
+@cuda.jit
+def add_ten(out, a):
+    out[cuda.threadIdx.x] = a[cuda.threadIdx.x] + 10
+""", "defines no `map_add_ten`"),
+    "syntax_error": (1, "def map_add_ten(out, a:\n", "syntax error"),
+    "fails_on_import": (1, "import no_such_module_here\n", "failed on import"),
+}
+
+
+def test_wrong_and_lazy_solutions_fail_with_a_useful_message(tmp_path):
+    cases = {**WRONG, **BAD}
+    items = []
+    for name, (num, source, _) in cases.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(source.lstrip())
+        items.append([num, str(path), SEED])
+    for (name, (num, _, needle)), r in zip(cases.items(), _check(items)):
+        if name in BAD:
+            assert needle in r["bad_input"], (name, r)
+        else:
+            assert r["ok"] is False and needle in r["message"], (name, r)
+
+
+def test_occupancy_launch_rules(tmp_path):
+    base = puzzles.solution(puzzles.find(19)).read_text()
+    too_few = base.replace("blocks = min(", "blocks = 1 or min(")
+    odd = base.replace("threads = min(256, max_threads_per_block)", "threads = 100")
+    idle = base.replace("blocks = min(", "blocks = 2 * min(")
+    items = []
+    for name, text in (("few", too_few), ("odd", odd), ("idle", idle)):
+        (tmp_path / f"{name}.py").write_text(text)
+        items.append([19, str(tmp_path / f"{name}.py"), SEED])
+    few, odd_r, idle_r = _check(items)
+    assert "part empty" in few["message"]
+    assert "multiple of 32" in odd_r["message"]
+    assert "no element to work on" in idle_r["message"]
+
+
+def test_the_same_seed_gives_the_same_inputs(tmp_path):
+    path = str(puzzles.solution(puzzles.find(6)))
+    a, b, c = _check([[6, path, 7], [6, path, 7], [6, path, 8]])
+    assert a["trials"][0]["sizes"] == b["trials"][0]["sizes"]
+    assert [t["sizes"] for t in a["trials"]] != [t["sizes"] for t in c["trials"]]
+
+
+def test_reference_solutions_compile_for_a_gpu():
+    """The simulator runs Python; numba's compiler to PTX (no GPU needed) checks the real thing."""
+    items = [[p.num, str(puzzles.solution(p))] for p in puzzles.PUZZLES]
+    out = proc.run_fresh("gpukit.exercises.compile:compile_many", items,
+                         env={"NUMBA_ENABLE_CUDASIM": "0"}, timeout=600)
+    assert isinstance(out, list), out
+    if all("skipped" in r for r in out):
+        pytest.skip(out[0]["skipped"])
+    for p, r in zip(puzzles.PUZZLES, out):
+        assert r.get("ok"), (p.num, r)
+        assert r["f64_arith"] == 0, (p.num, "float64 arithmetic in a float32 kernel")
+
+
+# ------------------------------------------------------------------ progress file
+
+def test_progress_is_recorded_and_a_corrupt_file_is_kept(tmp_path, monkeypatch, capsys):
+    from gpukit.exercises import state
+    target = tmp_path / "progress.json"
+    monkeypatch.setenv("GPUKIT_EXERCISES_STATE", str(target))
+    assert state.load()["puzzles"] == {}
+    state.record(3, {"ok": True, "seed": 1, "at_minimum": True, "score": {"gr": 1, "gw": 1, "sh": 0}})
+    state.record(4, {"ok": False, "seed": 2})
+    saved = json.loads(target.read_text())
+    assert saved["puzzles"]["3"]["passed"] and saved["puzzles"]["3"]["at_minimum"]
+    assert not saved["puzzles"]["4"].get("passed") and saved["puzzles"]["4"]["last"]["seed"] == 2
+    state.record(3, {"ok": False, "seed": 5})                    # a later failure keeps the pass
+    assert state.load()["puzzles"]["3"]["passed"]
+    target.write_text("{not json")
+    assert state.load()["puzzles"] == {}
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "warning" in err[0] and "corrupt" in err[0]
+    backups = list(tmp_path.glob("progress.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_text() == "{not json"
+
+
+def test_progress_file_follows_xdg_cache_home(tmp_path, monkeypatch):
+    from gpukit.exercises import state
+    monkeypatch.delenv("GPUKIT_EXERCISES_STATE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert state.path() == tmp_path / "gpukit" / "exercises.json"
+
+
+def test_cli_list_show_hint_solution_and_a_passing_check(tmp_path):
+    env = {"GPUKIT_EXERCISES_STATE": str(tmp_path / "s.json")}
+    assert "Swap neighbours" in run_cli("exercises", "show", "7", env=env).stdout
+    assert "hint 2" in run_cli("exercises", "hint", "shared", "--level", "2", env=env).stdout
+    assert "def swap_pairs" in run_cli("exercises", "solution", "7", env=env).stdout
+    ok = run_cli("exercises", "check", "7", puzzles.solution(puzzles.find(7)), "--no-gpu", env=env)
+    assert ok.returncode == 0 and "PASS" in ok.stdout and "seed" in ok.stdout, ok.stdout + ok.stderr
+    listing = run_cli("exercises", "list", env=env).stdout
+    assert "1 of 20 solved" in listing and "★" in listing
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["check", "21", "x.py"], "no puzzle '21'"),
+    (["show", "nonsense"], "no puzzle"),
+    (["check", "3", "missing.py"], "no such file"),
+    (["check", "3"], "start 3"),
+    (["hint", "3", "--level", "3"], "invalid choice"),
+])
+def test_cli_bad_input(args, needle, tmp_path):
+    proc_ = run_cli("exercises", *args, env={"GPUKIT_EXERCISES_STATE": str(tmp_path / "s.json")})
+    assert needle in assert_one_line_error(proc_)
+
+
+@pytest.mark.parametrize("source, needle", [("def broken(:\n", "syntax error"),
+                                            ("from numba import cuda\n", "defines no `guard_add_ten`")])
+def test_cli_bad_file_is_one_line(source, needle, tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text(source)
+    proc_ = run_cli("exercises", "check", "3", path, env={"GPUKIT_EXERCISES_STATE": str(tmp_path / "s.json")})
+    assert needle in assert_one_line_error(proc_)
+
+
+def test_start_copies_the_starter_and_never_overwrites(tmp_path):
+    import subprocess
+    import sys
+    cmd = [sys.executable, "-m", "gpukit.cli", "exercises", "start", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert first.returncode == 0 and (tmp_path / "p02_zip.py").exists()
+    assert "already exists" in assert_one_line_error(subprocess.run(cmd, cwd=tmp_path, capture_output=True,
+                                                                    text=True, env=env))
+
+
+def test_pages_render_each_puzzle_and_the_table():
+    for p in puzzles.PUZZLES:
+        md = pages.render_data("exercises", f"p{p.num:02d}")
+        assert p.task[:30] in md and "<svg" in md and f"solutions/{p.file}" in md
+        assert puzzles.starter(p).exists() and puzzles.solution(p).exists()
+    table = pages.render("exercises", "table", root=ROOT / "results")
+    assert table.count("passes") >= 20
+
+
+@pytest.mark.gpu
+def test_reference_solutions_at_full_size_on_the_gpu():
+    items = [[n, str(puzzles.solution(puzzles.find(n))), 1] for n in (6, 14, 15, 20)]
+    out = proc.run_fresh("gpukit.exercises.gpu:run_many", items, 5, env={"NUMBA_ENABLE_CUDASIM": "0"},
+                         timeout=600)
+    assert "rows" in out, out
+    for r in out["rows"]:
+        assert r["ok"], r
+        assert 0 < r["percent_of_roof"] < 110, r
