@@ -135,7 +135,9 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
 
 def fmt_ratio(value: float | None, digits: int = 1) -> str:
     """A speed ratio such as ``5.1x``; below 1, two significant digits (``0.049x``, not ``0.0x``)."""
-    if value is not None and 0 < value < 1:
+    if value is None:
+        return "-"
+    if 0 < value < 1:
         return f"{value:.2g}x"
     return fmt_num(value, digits) + "x"
 

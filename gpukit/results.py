@@ -78,8 +78,10 @@ CHAPTERS: tuple[Chapter, ...] = (
             benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
             multi_gpu=("cats_vs_dogs_ddp",)),
     Chapter("matmul", "Matrix multiplication"),
+    Chapter("graphics", "Why GPUs exist: pixels in parallel"),
     Chapter("profiling", "Profile before you guess: Nsight Compute, streams and overlap",
             benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
+    Chapter("simulation", "GPUs beyond machine learning: fluid, gravity and heat"),
     Chapter("exercises", "Exercises: GPU puzzles"),
     Chapter("glossary", "Glossary", benchmarks={}),
 )

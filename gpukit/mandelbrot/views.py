@@ -112,7 +112,7 @@ def simd(slug: str, data: dict) -> str:
         raise pages.NotRecorded("simd")
     rows = [[f"`{name}`", str(v["packed_mul"]), str(v["packed_mul_512"]), str(v["scalar_mul"])]
             for name, v in p["simd"].items()]
-    return (f"What LLVM compiled the two all-cores loops to on {pages.machine_title(data, cores=False)} "
+    return (f"What LLVM compiled the two all-cores loops to on {data['machine']['cpu']['model']} "
             "(float64; multiply instructions counted in the machine code):\n\n"
             + table(["loop", "SIMD multiplies", "of them on 512-bit registers", "scalar multiplies"],
                     rows, "lrrr"))

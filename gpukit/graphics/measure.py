@@ -1,0 +1,248 @@
+"""What ``gpukit bench graphics`` records: the path tracer on all CPU cores and on the GPU.
+
+Every part is verified before it is timed: the GPU image is compared pixel by pixel with the CPU
+image of the same scene, size, samples and seed. Rates are ray segments per second (one segment
+is one ray tested against the scene: a camera ray or a bounce) and samples per second; the
+brute-force kernels test every sphere on every segment, so ray-sphere tests per second are
+segments per second times the number of spheres, 17 FLOPs each (see ``trace.nearest``).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import numpy as np
+
+from gpukit import bench, device
+
+#: floating-point operations in one ray-sphere test (trace.nearest, the miss path)
+FLOPS_PER_TEST = 17
+#: what "the same image" means between CPU and GPU: linear radiance within this, per channel
+AGREE_ATOL = 1e-3
+SEED, DEPTH = 1, 8
+
+
+def _image_uri(image: np.ndarray, width: int | None = None) -> str:
+    """A small JPEG of an image in [0, 1] as a data: URI (for the page)."""
+    from PIL import Image
+
+    from .renderer import to_uint8
+    img = Image.fromarray(to_uint8(image))
+    if width and img.width > width:
+        img = img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=88)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _row(name, backend, width, height, spp, timing, segments, n_spheres, peak=None) -> dict:
+    t = timing.median_s
+    row = {"name": name, "backend": backend, "width": width, "height": height, "spp": spp,
+           "depth": DEPTH, **timing.to_dict(), "segments": segments,
+           "segments_per_s": segments / t, "samples_per_s": width * height * spp / t,
+           "segments_per_sample": segments / (width * height * spp),
+           }
+    if "bvh" not in name:   # brute force: every segment tests every sphere
+        row["tests_per_s"] = segments * n_spheres / t
+        row["tflops"] = row["tests_per_s"] * FLOPS_PER_TEST / 1e12
+        if peak:
+            row["pct_fp32_peak"] = 100 * row["tflops"] / peak["tflops"]
+    return row
+
+
+def _cpu_rows(scene, sizes: dict, repeat: int) -> tuple[list[dict], dict]:
+    from . import trace
+    from .bvh import build_bvh
+    from .scene import camera
+    rows, images = [], {}
+    plain, bvh_scene = scene, build_bvh(scene)
+    for backend, (w, h, spp) in sizes.items():
+        fn = {"numba-cpu": trace.render_cpu, "numba-cpu-1core": trace.render_cpu_1core,
+              "numba-cpu-bvh": trace.render_cpu_bvh}[backend]
+        scene = bvh_scene if backend.endswith("-bvh") else plain
+        out = np.full((h, w, 3), np.nan, np.float32)
+        segs = np.zeros((h, w), np.int64)
+        args = (out, segs, spp, SEED, camera(scene, w, h), *scene.arrays(), DEPTH)
+        t = bench.bench(lambda: fn(*args), timer="cpu", name=backend, warmup=0, repeat=repeat)
+        if not np.isfinite(out).all():
+            raise AssertionError(f"{backend}: unwritten or NaN pixels")
+        rows.append(_row(backend, backend, w, h, spp, t, int(segs.sum()), scene.n))
+        images[backend] = out.copy()
+    if "numba-cpu-bvh" in images and not np.array_equal(images["numba-cpu-bvh"], images["numba-cpu"]):
+        raise AssertionError("the BVH changed the CPU image")
+    return rows, images
+
+
+def _leak_cpu(scene) -> dict:
+    """float64 instructions in the CPU tracer's LLVM IR, clean and leaky; vector instructions."""
+    from . import trace
+    from .scene import camera
+    leaky, leaky_shade = trace.leaky_cpu()
+    w, h = 8, 4
+    out, segs = np.zeros((h, w, 3), np.float32), np.zeros((h, w), np.int64)
+    leaky(out, segs, 1, SEED, camera(scene, w, h), *scene.arrays(), DEPTH)
+    clean_ir = "\n".join(trace.shade_cpu.inspect_llvm().values())
+    leaky_ir = "\n".join(leaky_shade.inspect_llvm().values())
+    return {"cpu_llvm_f64_clean": trace.float64_ops(clean_ir), "cpu_llvm_f64_leaky": trace.float64_ops(leaky_ir),
+            "cpu_llvm_vector_ops": trace.vector_ops(clean_ir)}
+
+
+#: the float64 instructions libdevice's sinf and cosf carry for arguments beyond about 1e5 (their
+#: Payne-Hanek range reduction): three per call, in every kernel that calls them, never run here
+LIBDEVICE_F64 = re.compile(r"cvt\.rn\.f64\.s64|mul\.f64\s+%fd\d+, %fd\d+, 0d3BF921FB54442D19|cvt\.rn\.f32\.f64")
+
+
+def f64_lines(ptx: str) -> list[str]:
+    """The PTX instructions that operate on float64 (``.f64``, conversions included)."""
+    return [ln.strip() for ln in re.findall(r"^\s*[a-z][\w.]*\.f64\b.*$", ptx, re.M)]
+
+
+def ptx_f64(kernel) -> dict | None:
+    """float64 instructions in a compiled kernel's PTX: all of them, and those not from libdevice's
+    sin/cos range reduction (None on the simulator, which compiles nothing)."""
+    if device.simulator_enabled():
+        return None
+    lines = [ln for ptx in kernel.inspect_asm().values() for ln in f64_lines(ptx)]
+    return {"all": len(lines), "outside_sincos": sum(1 for ln in lines if not LIBDEVICE_F64.search(ln))}
+
+
+def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, timer: str) -> dict:
+    """1-sample-per-pixel and more: frame time and noise against a high-spp reference."""
+    from .renderer import render, tonemap
+    w, h = size
+    ref = render(scene, w, h, spp=ref_spp, max_depth=DEPTH, seed=SEED + 1000, backend=backend)
+    rows, strip = [], []
+    for spp in spps:
+        if backend == "numba-cuda":
+            from .gpu import DeviceScene
+            dev = DeviceScene(scene, w, h)
+            t = bench.bench(lambda: dev.launch(spp, DEPTH, SEED), timer=timer, warmup=1, repeat=5)
+            img = tonemap(dev.out.copy_to_host())
+        else:
+            t = bench.bench(lambda: render(scene, w, h, spp=spp, max_depth=DEPTH, seed=SEED, backend=backend),
+                            timer="cpu", warmup=0, repeat=2)
+            img = render(scene, w, h, spp=spp, max_depth=DEPTH, seed=SEED, backend=backend)
+        rmse = float(np.sqrt(np.mean((img - ref) ** 2)))
+        rows.append({"spp": spp, "median_s": t.median_s, "first_call_s": t.first_call_s, "rmse": rmse})
+        if spp in (1, 4, 16, 64):
+            strip.append({"spp": spp, "image": _image_uri(img)})
+    strip.append({"spp": ref_spp, "image": _image_uri(ref), "reference": True})
+    return {"backend": backend, "width": w, "height": h, "ref_spp": ref_spp, "rows": rows, "strip": strip}
+
+
+def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080, 16),
+         png_dir=None) -> dict:
+    """The GPU part: verified against the CPU image, then timed (``size``: width, height, spp)."""
+    from .bvh import build_bvh
+    from .gpu import MAX_SHARED, DeviceScene, render_kernel, render_kernel_leaky
+    from .renderer import tonemap, write_png
+    from .scene import final_scene
+    record = device.machine_record().get("gpu")
+    peak = device.fp32_peak(record) if record else None      # None on the simulator
+    out = {"fp32_peak": peak}
+    # 1. verify: the GPU image of the CPU baseline's exact job
+    w, h, spp = cpu_sizes["numba-cpu"]
+    dev = DeviceScene(scene, w, h)
+    dev.launch(spp, DEPTH, SEED)
+    diff = np.abs(dev.out.copy_to_host() - cpu_images["numba-cpu"])
+    out["agreement"] = {"width": w, "height": h, "spp": spp, "max_abs": float(diff.max()),
+                        "mean_abs": float(diff.mean()), "atol": AGREE_ATOL,
+                        "pixels_over_atol": float(np.mean(diff.max(axis=2) > AGREE_ATOL))}
+    # 2. the final scene at 1080p, 16 spp: plain, shared-memory, leaky kernels
+    W, H, SPP = size
+    big = DeviceScene(scene, W, H)
+    rows = []
+    reps = max(1, min(repeat, 10))
+    images = {}
+    variants = ["plain", "leaky"] + (["shared"] if scene.n <= MAX_SHARED else []) + ["bvh", "sorted"]
+    tree = DeviceScene(build_bvh(scene), W, H)
+    for variant in variants:
+        dev = tree if variant == "bvh" else big
+        t = bench.bench(lambda: dev.launch(SPP, DEPTH, SEED, variant), timer="numba", name=variant,
+                        warmup=1, repeat=reps)
+        segs = int(dev.segs.copy_to_host().sum())
+        rows.append(_row(variant, "numba-cuda", W, H, SPP, t, segs, scene.n, peak))
+        images[variant] = dev.out.copy_to_host()
+    out["max_abs_vs_plain"] = {v: float(np.abs(images[v] - images["plain"]).max()) for v in variants}
+    hero = tonemap(images["plain"])
+    # 3. one sample per pixel: frames per second
+    t = bench.bench(lambda: big.launch(1, DEPTH, SEED), timer="numba", name="1 spp", warmup=2,
+                    repeat=4 * reps)
+    rows.append(_row("1 spp", "numba-cuda", W, H, 1, t, int(big.segs.copy_to_host().sum()), scene.n, peak))
+    # 4. divergence: the same spheres, all diffuse
+    same = final_scene(SEED - 1)
+    diffuse = type(same)(same.center, same.radius, np.zeros_like(same.material), same.albedo, same.fuzz)
+    one = DeviceScene(diffuse, W, H)
+    t = bench.bench(lambda: one.launch(SPP, DEPTH, SEED), timer="numba", name="all diffuse", warmup=1,
+                    repeat=reps)
+    rows.append(_row("all diffuse", "numba-cuda", W, H, SPP, t, int(one.segs.copy_to_host().sum()), scene.n, peak))
+    out["rows"] = rows
+    out["ptx_f64"] = {"plain": ptx_f64(render_kernel), "leaky": ptx_f64(render_kernel_leaky)}
+    from pathlib import Path
+
+    from gpukit import results
+    path = Path(png_dir or results.results_dir() / device.gpu_slug()) / f"graphics-{H}p.png"
+    write_png(hero, path)
+    out["hero"] = {"image": _image_uri(hero, 960), "png": path.name, "width": W, "height": H, "spp": SPP}
+    return out
+
+
+#: what the GPU machine measures: CPU baseline sizes (width, height, spp), the GPU frame, the
+#: progressive study (size, spp list, reference spp) and the raster frame (size, mesh, frames)
+GPU_SIZES = {"cpu": {"numba-cpu": (480, 270, 4), "numba-cpu-1core": (160, 90, 2), "numba-cpu-bvh": (480, 270, 4)},
+             "gpu": (1920, 1080, 16), "progressive": ((480, 270), [1, 2, 4, 8, 16, 32, 64, 128], 2048),
+             "raster": dict(width=1920, height=1080, stacks=16, slices=32, frames=50)}
+
+
+def cpu_sizes_for(n: int | None) -> dict:
+    """The sizes on a machine without a GPU (``n``: the width of the all-cores image)."""
+    w = n or 160
+    h = max(1, w * 9 // 16)
+    return {"cpu": {"numba-cpu": (w, h, 4), "numba-cpu-1core": (48, 27, 2), "numba-cpu-bvh": (w, h, 4)},
+            "progressive": ((48, 27), [1, 2, 4, 8, 16, 32], 256),
+            "raster": dict(width=w, height=h, stacks=8, slices=16, frames=5)}
+
+
+def run(n: int | None, repeat: int) -> dict:
+    """All measurements for the chapter; GPU parts only where a GPU is present."""
+    gpu = device.has_gpu() and not device.simulator_enabled()
+    return measure_all(GPU_SIZES if gpu else cpu_sizes_for(n), repeat, gpu=gpu)
+
+
+def measure_all(sizes: dict, repeat: int, *, gpu: bool) -> dict:
+    """Every part at the given sizes (``gpu``: also the GPU parts, on the simulator in tests)."""
+    from . import raster
+    from .scene import final_scene
+    scene = final_scene(SEED - 1)
+    repeat = max(3, min(repeat, 5))
+    cpu_sizes = sizes["cpu"]
+    rows, images = _cpu_rows(scene, cpu_sizes, repeat)
+    by = {r["name"]: r for r in rows}
+    cores = device.cpu_info().get("usable_cpus") or 1
+    part = {"n": cpu_sizes["numba-cpu"][0] * cpu_sizes["numba-cpu"][1], "seed": SEED, "depth": DEPTH,
+            "scene": {"spheres": scene.n, **scene.counts()}, "rows": rows, "cores": cores,
+            "cpu_speedup": by["numba-cpu"]["segments_per_s"] / by["numba-cpu-1core"]["segments_per_s"],
+            "flops_per_test": FLOPS_PER_TEST, **_leak_cpu(scene),
+            "cpu_image": _image_uri(tonemap_(images["numba-cpu"]))}
+    part["cpu_efficiency"] = part["cpu_speedup"] / cores
+    size, spps, ref_spp = sizes["progressive"]
+    if gpu:
+        g = _gpu(scene, images, cpu_sizes, repeat, size=sizes["gpu"])
+        gby = {r["name"]: r for r in g["rows"]}
+        g["vs_all_cores"] = gby["plain"]["segments_per_s"] / by["numba-cpu"]["segments_per_s"]
+        g["bvh_vs_all_cores_bvh"] = gby["bvh"]["segments_per_s"] / by["numba-cpu-bvh"]["segments_per_s"]
+        part["rows"] = rows + g.pop("rows")
+        part.update(g)
+        part["progressive"] = _progressive(scene, "numba-cuda", size, spps, ref_spp, "numba")
+    else:
+        part["progressive"] = _progressive(scene, "numba-cpu", size, spps, ref_spp, "cpu")
+    # the GPU's OpenGL driver; without a GPU a software rasterizer (Mesa's llvmpipe) where installed
+    part["raster"] = raster.measure(scene, **sizes["raster"])
+    return {"gpu" if gpu else "cpu": part}
+
+
+def tonemap_(image):
+    from .renderer import tonemap
+    return tonemap(image)

@@ -1,0 +1,84 @@
+"""``render``: a path-traced image of a scene on the CPU or the GPU, and PNG output."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: numba on all CPU cores, on one core, and numba CUDA (the simulator where there is no GPU), each
+#: testing every sphere; ``-bvh``: walking a bounding volume hierarchy instead
+BACKENDS = ("numba-cpu", "numba-cpu-1core", "numba-cuda", "numba-cpu-bvh", "numba-cuda-bvh")
+MAX_SIDE = 16384
+MAX_SPP = 1 << 16
+MAX_DEPTH = 64
+
+
+def validate(width, height, spp, max_depth, seed, backend) -> None:
+    """Raise ValueError/TypeError for arguments ``render`` cannot honour."""
+    for name, value, top in (("width", width, MAX_SIDE), ("height", height, MAX_SIDE),
+                             ("spp", spp, MAX_SPP), ("max_depth", max_depth, MAX_DEPTH)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be a whole number, got {value!r}")
+        if not 1 <= value <= top:
+            raise ValueError(f"{name} must be between 1 and {top}, got {value}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be a whole number in [0, 2**32), got {seed!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def tonemap(linear: np.ndarray) -> np.ndarray:
+    """Linear radiance -> display values: gamma 2 (a square root), clipped to [0, 1]."""
+    return np.sqrt(np.clip(linear, 0.0, 1.0)).astype(np.float32)
+
+
+# --8<-- [start:render]
+def render(scene, width: int, height: int, *, spp: int = 16, max_depth: int = 8, seed: int = 0,
+           backend: str = "numba-cpu", linear: bool = False, stats: dict | None = None) -> np.ndarray:
+    """Path-trace ``scene``: a float32 (height, width, 3) image in [0, 1] after gamma.
+
+    ``linear=True`` returns the mean radiance per pixel before gamma and clipping.
+    ``stats``, when given a dict, receives ``segments``: the ray segments traced.
+    """
+    validate(width, height, spp, max_depth, seed, backend)
+    bvh = backend.endswith("-bvh")
+    if bvh and scene.nodes is None:
+        from .bvh import build_bvh
+        scene = build_bvh(scene)
+    if backend.startswith("numba-cuda"):
+        from .gpu import DeviceScene
+        dev = DeviceScene(scene, width, height)
+        dev.launch(spp, max_depth, seed, "bvh" if bvh else "plain")
+        out, segs = dev.out.copy_to_host(), dev.segs.copy_to_host()
+    else:
+        from . import trace
+        from .scene import camera
+        out = np.full((height, width, 3), np.nan, dtype=np.float32)   # unwritten pixels show
+        segs = np.zeros((height, width), dtype=np.int64)
+        fn = {"numba-cpu": trace.render_cpu, "numba-cpu-1core": trace.render_cpu_1core,
+              "numba-cpu-bvh": trace.render_cpu_bvh}[backend]
+        fn(out, segs, spp, seed, camera(scene, width, height), *scene.arrays(), max_depth)
+    if stats is not None:
+        stats["segments"] = int(segs.sum())
+    return out if linear else tonemap(out)
+# --8<-- [end:render]
+
+
+def to_png_bytes(image: np.ndarray) -> bytes:
+    """An image in [0, 1] as PNG bytes (8 bits per channel)."""
+    import io
+
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(to_uint8(image)).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    return (np.clip(image, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
+
+
+def write_png(image: np.ndarray, path) -> None:
+    """Write atomically: a temporary file beside ``path``, renamed over it when complete."""
+    from ..files import atomic_write
+    data = to_png_bytes(image)
+    atomic_write(path, lambda fh: fh.write(data), binary=True)

@@ -1,0 +1,301 @@
+"""What ``gpukit bench simulation`` records: each simulation's rate on the GPU and on all CPU
+cores, as a share of the roof that limits it (measured copy bandwidth or the FP32 peak), with
+pictures of the runs.
+
+Every row is verified before it is timed: the GPU against the CPU (same arithmetic), the n-body
+accelerations against float64 NumPy. The CPU runs fewer steps on smaller grids; the rate per
+update is what compares.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+from .meta import HEAT_BYTES_PER_CELL, HEAT_FLOPS_PER_CELL, LBM_BYTES_PER_CELL, NBODY_FLOPS_PER_INTERACTION
+
+#: sizes: "gpu" for the GPU rows, "cpu" for the CPU baseline on a GPU machine, "small" on a machine
+#: without a GPU, "tiny" for the tests. Grids several times larger than the caches (CPU L3 included).
+SIZES = {
+    "gpu": {"lbm": (8192, 4096), "lbm_picture": (2048, 512, 40000), "nbody": 131072, "heat": 16384,
+            "nbody_energy": (4096, 2000)},
+    "cpu": {"lbm": (4096, 2048), "lbm_picture": (320, 80, 6000), "nbody": 16384, "heat": 16384,
+            "nbody_energy": (1024, 500)},
+    "tiny": {"lbm": (64, 32), "lbm_picture": (64, 16, 100), "nbody": 256, "heat": 256,
+             "nbody_energy": (64, 20)},
+    "small": {"lbm": (2048, 512), "lbm_picture": (320, 80, 6000), "nbody": 4096, "heat": 8192,
+              "nbody_energy": (512, 400)},
+}
+
+
+def _row(model, name, backend, size, updates, t, *, roof_gbs=None, bytes_per=None, flops_per=None,
+         fp32_tflops=None, unit=""):
+    rate = updates / t.median_s
+    if callable(roof_gbs):
+        roof_gbs = roof_gbs()
+    r = {**t.to_dict(), "model": model, "name": name, "backend": backend, "size": size,
+         "updates_per_call": updates, "unit": unit, "rate": rate}
+    if bytes_per:
+        r["bytes_per_update"], r["roof_gbs"] = bytes_per, roof_gbs
+        r["gbs"] = rate * bytes_per / 1e9
+        r["pct_copy"] = 100 * r["gbs"] / roof_gbs if roof_gbs else None
+    if flops_per:
+        r["flops_per_update"] = flops_per
+        r["tflops"] = rate * flops_per / 1e12
+        r["pct_fp32"] = 100 * r["tflops"] / fp32_tflops if fp32_tflops else None
+    print(f"  {model:<6} {name:<28} {backend:<10} {size:<14} first {t.first_call_s:7.3f} s  "
+          f"median {t.median_s * 1e3:9.3f} ms  {rate:.4g} {unit}/s"
+          + (f"  {r['gbs']:.0f} GB/s" if bytes_per else "") + (f"  {r['tflops']:.2f} TFLOP/s" if flops_per else ""),
+          flush=True)
+    return r
+
+
+def host_copy_all_cores(nbytes: int):
+    """The CPU's memory roof: a copy with every core (NumPy's copy uses one), bytes read + written."""
+    import numba
+
+    from gpukit import bench
+
+    @numba.njit(parallel=True)
+    def copy(dst, src):
+        for i in numba.prange(src.size):
+            dst[i] = src[i]
+    src = np.random.default_rng(0).random(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    return bench.bench(lambda: copy(dst, src), name="host copy, all cores", warmup=2, repeat=10,
+                       bytes=2 * src.nbytes)
+
+
+def _simd(fn, sig) -> dict:
+    """Packed SIMD arithmetic in a CPU function's machine code (xmm: 4 floats, ymm: 8, zmm: 16),
+    and scalar float instructions. A fresh compile: numba shows no code loaded from its cache."""
+    import numba
+    try:
+        opts = {k: v for k, v in fn.targetoptions.items() if k not in ("cache", "nopython", "boundscheck")}
+        fresh = numba.njit(**opts)(fn.py_func)
+        fresh.compile(sig)
+        asm = fresh.inspect_asm(sig)
+    except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    ops = re.findall(r"^\s*v(?:add|sub|mul|fmadd\w*|fnmadd\w*|div|sqrt|rsqrt\w*)p[sd]\s+%?([xyz])mm", asm, re.M)
+    counts = {f"packed_{k}mm": ops.count(k) for k in ("x", "y", "z")}
+    counts["scalar"] = len(re.findall(r"^\s*v\w+s[sd]\s", asm, re.M))
+    counts["vectorised"] = sum(ops.count(k) for k in ("y", "z")) > 0
+    return counts
+
+
+def cpu_simd() -> dict:
+    from numba import types as T
+
+    from . import heat, lbm, nbody
+    f2, f3, f = T.float32[:, ::1], T.float32[:, :, ::1], T.float32
+    return {"lbm": _simd(lbm.lbm_step_cpu, (f3, f3, T.uint8[:, ::1], f, f, f, T.int64)),
+            "nbody": _simd(nbody.accel_cpu, (f2, f2, f)), "heat": _simd(heat.heat_step_cpu, (f2, f2, f))}
+
+
+def ptx_facts() -> dict:
+    """What numba-cuda emits for each n-body kernel (compiled for sm_90, read from its PTX)."""
+    from numba import cuda
+
+    from . import nbody
+    facts = {}
+    for variant, (_, fastmath, _) in nbody.VARIANTS.items():
+        try:
+            ptx, _ = cuda.compile_ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
+                                      "float32[:,::1], float32[:,::1], float32", cc=(9, 0), fastmath=fastmath)
+        except Exception as exc:  # noqa: BLE001 - no NVVM on this machine
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        count = {name: len(re.findall(pat, ptx)) for name, pat in (
+            ("rsqrt.approx", r"\brsqrt\.approx"), ("sqrt.approx", r"\bsqrt\.approx"), ("sqrt.rn", r"\bsqrt\.rn"),
+            ("rcp.rn", r"\brcp\.rn"), ("div.approx", r"\bdiv\.approx"), ("div.rn", r"\bdiv\.rn"),
+            ("ld.shared", r"\bld\.shared"), ("f64", r"\.f64\b"), ("local", r"\.local\b"))}
+        facts[variant] = count
+    return facts
+
+
+def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
+    from . import lbm
+    from .picture import pack
+    rows = []
+    backends = ["cpu"] if cpu_only else ["numba-cuda", "cpu"]
+    check = {}
+    if not cpu_only:                                    # verify first: the same arithmetic on both
+        a, b = (lbm.Lattice(lbm.cylinder(256, 64), tau=0.6, u_in=0.1, inlet=True, backend=be,
+                            perturb=0.3) for be in ("numba-cuda", "cpu"))
+        compile_s = _first_step(a)                      # the kernel's first call: it compiles
+        a.step(199)
+        b.step(200)
+        check = {"grid": "256 x 64", "steps": 200, "max_abs_diff": float(np.abs(a.f - b.f).max())}
+        if not check["max_abs_diff"] < 1e-3:
+            raise AssertionError(f"LBM: GPU and CPU differ by {check['max_abs_diff']:.3g}")
+    for backend in backends:
+        nx, ny = sizes["gpu" if backend == "numba-cuda" else where]["lbm"]
+        lat = lbm.Lattice(lbm.cylinder(nx, ny), tau=0.6, u_in=0.1, inlet=True, backend=backend, perturb=0.01)
+        roof = _roof_for(backend, copy_gbs)              # a busy host: its copy measured just before
+        t = _bench(lambda: lat.step(1), backend, repeat=repeat, batch=10 if backend == "numba-cuda" else 1)
+        if backend == "numba-cuda":
+            t.first_call_s = compile_s                    # compiled in the check above
+        f = lat.f[:, ::7, ::7]                          # every 49th cell: a cheap look at the density
+        rho = f.sum(axis=0, dtype=np.float64)[lat.solid[::7, ::7] == 0]
+        if not np.isfinite(rho).all() or abs(rho.mean() - 1) > 0.05:
+            raise AssertionError(f"LBM on {backend}: density left [0.95, 1.05] or is not finite")
+        rows.append(_row("lbm", "D2Q9, fused stream+collide", backend, f"{nx} x {ny}", nx * ny, t,
+                         roof_gbs=roof, bytes_per=LBM_BYTES_PER_CELL, unit="lattice updates"))
+    # the picture: flow past a cylinder until the vortex street forms
+    nx, ny, steps = sizes["gpu" if not cpu_only else where]["lbm_picture"]
+    t0 = time.perf_counter()
+    lat, snaps = lbm.lbm(nx, ny, steps, backend=backends[0], reynolds=150, frames=3)
+    seconds = time.perf_counter() - t0
+    picture = {"nx": nx, "ny": ny, "steps": steps, "reynolds": 150, "u_in": 0.1, "tau": lat.tau,
+               "backend": backends[0], "seconds": seconds, "solid": pack(lat.solid.astype(np.float32), 400),
+               "frames": [{"step": s, "vorticity": pack(w, 400)} for s, w in snaps]}
+    return rows, check, picture
+
+
+def _roof_for(backend: str, copy_gbs: dict) -> float:
+    """The memory roof of a row: the GPU's copy of this run; for the CPU, whose speed a shared or
+    busy host changes from minute to minute, a copy with all cores measured just before the row."""
+    if backend == "numba-cuda":
+        return copy_gbs[backend]
+    return host_copy_all_cores(copy_gbs["cpu_bytes"]).gbs
+
+
+def _first_step(sim) -> float:
+    """Seconds of one GPU step, waiting for it: the first includes compiling."""
+    from numba import cuda
+    t0 = time.perf_counter()
+    sim.step(1)
+    cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _bench(fn, backend, *, repeat, batch=1):
+    from gpukit import bench
+    return bench.bench(fn, timer="numba" if backend == "numba-cuda" else "cpu", warmup=2,
+                       repeat=repeat, batch=batch)
+
+
+def _nbody(where, sizes, fp32, cpu_only, repeat, n_gpu):
+    from numba import cuda
+
+    from . import nbody
+    rows, checks = [], []
+    eps = np.float32(0.05)
+    if not cpu_only:
+        pos, _ = nbody.plummer(n_gpu, seed=1)
+        d_pos, d_acc = cuda.to_device(pos), cuda.device_array((3, n_gpu), np.float32)
+        sample = np.linspace(0, n_gpu - 1, 64).astype(int)
+        ref = nbody.accel_reference(pos, float(eps), sample)
+        for variant in nbody.VARIANTS:
+            d_acc.copy_to_device(np.full((3, n_gpu), np.nan, np.float32))        # poison: catch unwritten
+            t0 = time.perf_counter()
+            nbody.launch_accel(variant, d_pos, d_acc, eps * eps)                 # compiles; verified first
+            got = d_acc.copy_to_host()
+            compile_s = time.perf_counter() - t0
+            err = float(np.abs(got[:, sample] - ref).max() / np.abs(ref).max())
+            if not np.isfinite(got).all() or err > 1e-3:
+                raise AssertionError(f"n-body {variant}: error {err:.3g} against float64 (or NaN)")
+            checks.append({"variant": variant, "max_rel_err": err})
+            t = _bench(lambda: nbody.launch_accel(variant, d_pos, d_acc, eps * eps), "numba-cuda",
+                       repeat=max(3, repeat // 3))
+            t.first_call_s = compile_s                    # the verified call was the first
+            rows.append(_row("nbody", variant, "numba-cuda", f"N = {n_gpu:,}", n_gpu * n_gpu, t,
+                             flops_per=NBODY_FLOPS_PER_INTERACTION, fp32_tflops=fp32, unit="interactions"))
+    n = sizes[where]["nbody"]
+    pos, _ = nbody.plummer(n, seed=1)
+    acc = np.full((3, n), np.nan, np.float32)
+    t = _bench(lambda: nbody.accel_cpu(pos, acc, eps * eps), "cpu", repeat=max(3, repeat // 6))
+    sample = np.linspace(0, n - 1, 64).astype(int)
+    ref = nbody.accel_reference(pos, float(eps), sample)
+    err = float(np.abs(acc[:, sample] - ref).max() / np.abs(ref).max())
+    if not np.isfinite(acc).all() or err > 1e-3:
+        raise AssertionError(f"n-body cpu: error {err:.3g} against float64 (or NaN)")
+    checks.append({"variant": "cpu", "max_rel_err": err})
+    rows.append(_row("nbody", "all cores, fastmath", "cpu", f"N = {n:,}", n * n, t,
+                     flops_per=NBODY_FLOPS_PER_INTERACTION, unit="interactions"))
+    # energy and momentum over a run of the tuned kernel (the CPU's where there is no GPU)
+    ne, steps = sizes["gpu" if not cpu_only else where]["nbody_energy"]
+    sim = nbody.nbody(ne, 0, backend="cpu" if cpu_only else "numba-cuda", dt=1e-3, eps=0.05, seed=2)
+    e0, p0 = sim.energy(), sim.momentum()
+    sim.step(steps)
+    e1, p1 = sim.energy(), sim.momentum()
+    pos_end = sim.state()[0]
+    energy = {"n": ne, "steps": steps, "dt": 1e-3, "eps": 0.05, "backend": sim.backend, "kernel": sim.kernel,
+              "e0": e0, "e1": e1, "rel_drift": abs(e1 - e0) / abs(e0),
+              "momentum_change": float(np.abs(p1 - p0).max()),
+              "xy": {"x": pos_end[0, :2000].round(3).tolist(), "y": pos_end[1, :2000].round(3).tolist()}}
+    return rows, checks, energy
+
+
+def _heat(where, sizes, copy_gbs, cpu_only, repeat):
+    from . import heat
+    rows = []
+    check, compile_s = {}, None
+    if not cpu_only:                                    # verify first: the same stencil on both
+        u0 = heat.hot_spots(1024, 1024)
+        a = heat.Heat(u0, backend="numba-cuda")
+        compile_s = _first_step(a)
+        a, b = a.step(49).u, heat.Heat(u0, backend="cpu").step(50).u
+        check = {"grid": "1024 x 1024", "steps": 50, "max_abs_diff": float(np.abs(a - b).max())}
+        if not check["max_abs_diff"] < 1e-5:
+            raise AssertionError(f"heat: GPU and CPU differ by {check['max_abs_diff']:.3g}")
+    for dtype in ("float32", "float64"):
+        for backend in (["cpu"] if cpu_only else ["numba-cuda", "cpu"]):
+            side = sizes["gpu" if backend == "numba-cuda" else where]["heat"]
+            u0 = np.random.default_rng(0).random((side, side), dtype=np.float32).astype(dtype)
+            h = heat.Heat(u0, r=0.25, backend=backend)
+            roof = _roof_for(backend, copy_gbs)
+            t = _bench(lambda: h.step(1), backend, repeat=repeat if backend == "numba-cuda" else 3,
+                       batch=5 if backend == "numba-cuda" else 1)
+            if backend == "numba-cuda" and dtype == "float32":
+                t.first_call_s = compile_s                # compiled in the check above
+            rows.append(_row("heat", f"5-point stencil, {dtype}", backend, f"{side} x {side}", (side - 2) ** 2, t,
+                             roof_gbs=roof, bytes_per=HEAT_BYTES_PER_CELL[dtype],
+                             flops_per=HEAT_FLOPS_PER_CELL, unit="cell updates"))
+            rows[-1]["dtype"] = dtype
+    side = 256 if where != "tiny" else 32
+    pic = heat.heat(side, side, 600, backend="cpu").u
+    from .picture import pack
+    return rows, check, {"side": side, "steps": 600, "r": 0.25, "u": pack(pic, 128)}
+
+
+def run(n: int | None, repeat: int) -> dict:
+    """All the chapter's measurements; the GPU rows where there is a GPU."""
+    from gpukit import bench, device
+    gpu = device.has_gpu() and not device.simulator_enabled()
+    where = "cpu" if gpu else ("tiny" if n and n <= 1000 else "small")   # tiny: the tests' run
+    repeat = max(3, min(repeat, 20))
+    t_all = time.perf_counter()
+    machine = device.machine_record()
+    nbytes = 2**29 if gpu else 2**24 if where == "tiny" else 2**28
+    copy = {"cpu": host_copy_all_cores(nbytes).gbs, "cpu_bytes": nbytes}
+    fp32 = None
+    if gpu:
+        copy["numba-cuda"] = bench.copy_ceiling("cupy").gbs
+        peak = device.fp32_peak(machine["gpu"] or {})
+        fp32 = peak["tflops"] if peak else None
+    print(f"  copy ceilings (GB/s): {copy}; FP32 peak {fp32} TFLOP/s", flush=True)
+    part = {"n": (n or SIZES["gpu"]["nbody"]) if gpu else SIZES[where]["nbody"], "copy_gbs": copy, "fp32_tflops": fp32,
+            "sizes": SIZES["gpu" if gpu else where] | ({"cpu_baseline": SIZES["cpu"]} if gpu else {})}
+    t0 = time.perf_counter()
+    lbm_rows, part["lbm_check"], part["lbm_picture"] = _lbm(where, SIZES, copy, not gpu, repeat)
+    part["lbm_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    nb_rows, part["nbody_checks"], part["nbody_energy"] = _nbody(where, SIZES, fp32, not gpu, repeat,
+                                                                 n or SIZES["gpu"]["nbody"])
+    part["nbody_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    heat_rows, part["heat_check"], part["heat_picture"] = _heat(where, SIZES, copy, not gpu, repeat)
+    part["heat_s"] = time.perf_counter() - t0
+    rows = lbm_rows + nb_rows + heat_rows
+    for r in rows:                                      # GPU rate over all-cores CPU rate, same work
+        cpu = [c for c in rows if c["backend"] == "cpu" and c["model"] == r["model"] and c.get("dtype") == r.get("dtype")]
+        if r["backend"] != "cpu" and cpu:
+            r["vs_cpu"] = r["rate"] / cpu[0]["rate"]
+    part["rows"] = rows
+    part["cpu_simd"] = cpu_simd()
+    part["ptx"] = ptx_facts()
+    part["total_s"] = time.perf_counter() - t_all
+    return {"gpu" if gpu else "cpu": part}

@@ -1,0 +1,70 @@
+"""Names, limits and argument checks of the simulations, importable without numba."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: where each simulation can run: numba on the GPU (the simulator without one), numba on all CPU cores
+BACKENDS = ("numba-cuda", "cpu")
+MODELS = ("lbm", "nbody", "heat")
+
+#: D2Q9 float32: 9 populations read + 9 written, 4 B each, + the 1 B cell type read
+LBM_BYTES_PER_CELL = 9 * 2 * 4 + 1
+#: the stencil reads each cell once and writes it once (neighbours come from caches)
+HEAT_BYTES_PER_CELL = {"float32": 8, "float64": 16}
+#: floating-point operations of one heat-stencil cell update: 4 adds of neighbours, 3 for 4u, 1 mul, 1 add
+HEAT_FLOPS_PER_CELL = 9
+#: the convention of NVIDIA's CUDA sample `nbody` (GPU Gems 3, ch. 31) for one body-body interaction
+NBODY_FLOPS_PER_INTERACTION = 20
+#: the explicit 2-D heat step u += r * (sum of 4 neighbours - 4u) is stable for r <= 1/4
+HEAT_R_MAX = 0.25
+
+
+def whole(name: str, value, low: int = 1) -> int:
+    """``value`` as an int >= ``low``; TypeError/ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def backend_ok(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def check_tau(tau: float) -> float:
+    """The BGK relaxation time: viscosity (tau - 1/2)/3 must be positive."""
+    tau = float(tau)
+    if not np.isfinite(tau) or tau <= 0.5:
+        raise ValueError(f"tau must be > 0.5 (viscosity (tau - 0.5)/3 must be positive), got {tau}")
+    return tau
+
+
+def check_speed(u: float) -> float:
+    """Lattice speeds well below the lattice speed of sound (1/sqrt 3 ~ 0.577)."""
+    u = float(u)
+    if not np.isfinite(u) or not 0 <= u <= 0.3:
+        raise ValueError(f"inflow speed must be in [0, 0.3] lattice units (Mach < 0.52), got {u}")
+    return u
+
+
+def check_r(r: float) -> float:
+    """The diffusion number alpha*dt/dx^2 of the explicit heat step."""
+    r = float(r)
+    if not np.isfinite(r) or not 0 < r <= HEAT_R_MAX:
+        raise ValueError(f"diffusion number r must be in (0, {HEAT_R_MAX}] for a stable step, got {r}")
+    return r
+
+#: the published anchor: FluidX3D's single-GPU benchmark table (D3Q19 SRT, no extensions),
+#: H200 SXM5 141GB row, README of github.com/ProjectPhysX/FluidX3D (commit 8986874, 2026-07-14)
+FLUIDX3D = {
+    "source": "https://github.com/ProjectPhysX/FluidX3D#single-gpucpu-benchmarks",
+    "gpu": "H200 SXM5 141GB", "spec_bandwidth_gbs": 4800,
+    "rows": [  # storage precision, MLUPs/s, % of the data-sheet bandwidth, bytes per cell update
+        {"storage": "FP32/FP32", "mlups": 23056, "pct_spec": 73, "bytes_per_cell": 153},
+        {"storage": "FP32/FP16S", "mlups": 36610, "pct_spec": 59, "bytes_per_cell": 77},
+    ],
+}

@@ -1,0 +1,354 @@
+"""The path tracer: deterministic scenes and images, CPU and GPU (or simulator) agree, the sky
+is exact, energy is bounded, float64 leaks are visible in the compiled code, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gpukit import pages
+from gpukit.graphics import empty_scene, final_scene, render
+from gpukit.graphics import scene as gscene
+from tests.helpers import assert_one_line_error, cpu_results_file, run_cli
+
+#: linear radiance per channel: how far two backends' pixels may be apart (float rounding, FMA)
+ATOL = 1e-3
+#: the sky is computed by numpy here and by the tracer there: a few float32 roundings apart
+SKY_ATOL = 2e-6
+
+
+def test_final_scene_follows_the_book_and_is_deterministic():
+    a, b, c = final_scene(7), final_scene(7), final_scene(8)
+    for x, y in zip(a.arrays(), b.arrays()):
+        assert x.dtype in (np.float32, np.int32) and np.array_equal(x, y)
+    assert not np.array_equal(a.center, c.center)
+    assert a.radius[0] == 1000 and a.center[0, 1] == -1000          # the ground
+    small = a.radius == np.float32(0.2)
+    assert 400 < small.sum() <= 22 * 22 and a.n == small.sum() + 4
+    assert np.all(np.linalg.norm(a.center[small] - (4, 0.2, 0), axis=1) > 0.9)
+    assert set(np.unique(a.material)) == {gscene.DIFFUSE, gscene.METAL, gscene.GLASS}
+    assert np.all((a.albedo >= 0) & (a.albedo <= 1))
+    counts = a.counts()
+    assert counts["diffuse"] > counts["metal"] > counts["glass"] > 0
+
+
+def test_same_seed_same_image_and_one_core_equals_all_cores():
+    scene = final_scene(0)
+    stats = {}
+    one = render(scene, 24, 13, spp=2, seed=5, backend="numba-cpu", stats=stats)
+    assert one.shape == (13, 24, 3) and one.dtype == np.float32 and np.isfinite(one).all()
+    assert 0 <= one.min() and one.max() <= 1 and one.std() > 0.05
+    assert np.array_equal(one, render(scene, 24, 13, spp=2, seed=5, backend="numba-cpu"))
+    assert np.array_equal(one, render(scene, 24, 13, spp=2, seed=5, backend="numba-cpu-1core"))
+    assert not np.array_equal(one, render(scene, 24, 13, spp=2, seed=6, backend="numba-cpu"))
+    assert 24 * 13 * 2 <= stats["segments"] <= 24 * 13 * 2 * 8
+
+
+def test_bvh_finds_the_same_hits_as_brute_force():
+    from gpukit.graphics.bvh import build_bvh
+    scene = final_scene(2)
+    tree = build_bvh(scene, leaf_size=3)
+    nodes = tree.nodes
+    assert sorted(map(tuple, tree.center.tolist())) == sorted(map(tuple, scene.center.tolist()))
+    leaves = nodes[nodes[:, 7] > 0]
+    assert leaves[:, 7].sum() == scene.n and leaves[:, 7].max() <= 3       # every sphere once
+    assert np.all(nodes[:, 8] > np.arange(len(nodes)))                       # skips go forward
+    for first, count in leaves[:, 6:8].astype(int):                          # boxes hold spheres
+        c, r = tree.center[first:first + count], tree.radius[first:first + count, None]
+        box = nodes[(nodes[:, 6] == first) & (nodes[:, 7] == count)][0]
+        assert np.all(c - r >= box[:3]) and np.all(c + r <= box[3:6])
+    brute = render(scene, 20, 11, spp=2, seed=3, backend="numba-cpu", linear=True)
+    assert np.array_equal(brute, render(scene, 20, 11, spp=2, seed=3, backend="numba-cpu-bvh", linear=True))
+    empty = render(empty_scene(), 6, 4, spp=1, seed=3, backend="numba-cpu-bvh", linear=True)
+    assert np.array_equal(empty, render(empty_scene(), 6, 4, spp=1, seed=3, backend="numba-cpu", linear=True))
+
+
+def _sky_reference(width, height, spp, seed):
+    """The empty scene computed here, in numpy float32, with the tracer's random numbers."""
+    from gpukit.graphics.trace import INV24, MASK, TWO_PI, pcg_cpu
+    scene = empty_scene()
+    cam = gscene.camera(scene, width, height).astype(np.float32)
+    f = np.float32
+    out = np.zeros((height, width, 3), np.float32)
+    for py in range(height):
+        for px in range(width):
+            acc = np.zeros(3, np.float32)
+            for s in range(spp):
+                state = pcg_cpu(pcg_cpu(pcg_cpu(seed & MASK) ^ s) ^ (py * width + px))
+                r = []
+                for _ in range(4):
+                    state = pcg_cpu(state)
+                    r.append(f(state >> 8) * INV24)
+                u = (f(px) + r[0]) / f(width)
+                v = (f(height - 1 - py) + r[1]) / f(height)
+                rad = cam[18] * np.sqrt(r[2])
+                lx, ly = rad * np.cos(TWO_PI * r[3]), rad * np.sin(TWO_PI * r[3])
+                o = cam[0:3] + lx * cam[12:15] + ly * cam[15:18]
+                d = cam[3:6] + u * cam[6:9] + v * cam[9:12] - o
+                dy = d[1] * (f(1) / np.sqrt(d @ d))
+                w = f(0.5) * (dy + f(1))
+                acc += np.array([f(1) - w + w * f(0.5), f(1) - w + w * f(0.7), f(1)], np.float32)
+            out[py, px] = acc * (f(1) / f(spp))
+    return out
+
+
+def test_no_hits_gives_the_sky_gradient():
+    got = render(empty_scene(), 9, 5, spp=3, seed=11, backend="numba-cpu", linear=True)
+    want = _sky_reference(9, 5, 3, 11)
+    np.testing.assert_allclose(got, want, rtol=0, atol=SKY_ATOL)
+    assert np.all(got[..., 2] == 1)                          # blue is 1 everywhere in the sky
+    assert np.all(np.diff(got[:, :, 0].mean(axis=1)) > 0)    # whiter towards the horizon (down)
+
+
+def test_energy_is_bounded_by_the_sky():
+    linear = render(final_scene(3), 32, 18, spp=4, seed=2, backend="numba-cpu", linear=True)
+    assert np.isfinite(linear).all() and linear.min() >= 0
+    assert linear.max() <= 1 + 1e-6              # nothing brighter than the brightest light, 1.0
+    assert 0.05 < linear.mean() < 0.95
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"width": 0}, ValueError), ({"height": -2}, ValueError), ({"width": 2.5}, TypeError),
+    ({"spp": 0}, ValueError), ({"max_depth": 0}, ValueError), ({"max_depth": 65}, ValueError),
+    ({"seed": -1}, ValueError), ({"seed": 2**32}, ValueError), ({"backend": "opengl"}, ValueError),
+    ({"width": True}, TypeError),
+])
+def test_bad_arguments(kwargs, error):
+    args = {"width": 4, "height": 3, **kwargs}
+    with pytest.raises(error):
+        render(final_scene(0), args.pop("width"), args.pop("height"), **args)
+
+
+def test_float64_leak_shows_in_the_llvm_ir():
+    from gpukit.graphics import trace
+    scene = final_scene(0)
+    leaky, leaky_shade = trace.leaky_cpu()
+    out, segs = np.zeros((2, 3, 3), np.float32), np.zeros((2, 3), np.int64)
+    args = (1, 1, gscene.camera(scene, 3, 2), *scene.arrays(), 4)
+    leaky(out, segs, *args)
+    trace.render_cpu_1core(out, segs, *args)
+    clean = "\n".join(trace.shade_cpu.inspect_llvm().values())
+    dirty = "\n".join(leaky_shade.inspect_llvm().values())
+    assert trace.float64_ops(clean) == 0 and trace.float64_ops(dirty) > 20
+    assert trace.float64_ops("%.5 = fmul double %.3, %.4\n") == 0          # only inside functions
+    assert trace.float64_ops("define i32 @f() {\n%.5 = fmul double %.3, %.4\n") == 1
+
+
+def test_raster_draws_or_skips_in_one_line():
+    from gpukit.graphics import raster
+    reason = raster.available()
+    if reason is not None:                       # no moderngl or no EGL driver: one line, recorded
+        record = raster.measure(final_scene(0))
+        assert record == {"status": f"not run: {reason}"} and "\n" not in reason
+        return
+    got = raster.render_raster(final_scene(0), 32, 18, stacks=6, slices=12, frames=2)
+    img = got["image"]
+    assert img.shape == (18, 32, 3) and got["status"] == "ok" and got["median_s"] > 0
+    assert img.std() > 0.05 and (img < 0.99).mean() > 0.5     # spheres and ground, not just sky
+
+
+def test_sphere_mesh_is_closed_and_on_the_unit_sphere():
+    from gpukit.graphics.raster import sphere_mesh
+    verts, tris = sphere_mesh(5, 8)
+    assert np.allclose(np.linalg.norm(verts, axis=1), 1, atol=1e-6)
+    assert len(tris) == 2 * 5 * 8 and tris.min() >= 0 and tris.max() < len(verts)
+
+
+# ------------------------------------------------------------------ the simulator
+
+def _simulated(width, height, spp, tmp):
+    """In a fresh process on numba's CUDA simulator: the GPU kernels against the CPU, and the
+    whole measurement with its GPU parts at a tiny size, saved under ``tmp`` as if by the H200."""
+    from gpukit import device, results
+    from gpukit.graphics import gpu, measure
+    from gpukit.graphics.bvh import build_bvh
+    from gpukit.graphics.renderer import render as rnd
+    scene = final_scene(0)
+    cpu = rnd(scene, width, height, spp=spp, seed=9, backend="numba-cpu", linear=True)
+    out = {}
+    for variant in ("plain", "shared", "leaky", "bvh", "sorted"):
+        dev = gpu.DeviceScene(build_bvh(scene) if variant == "bvh" else scene, width, height)
+        dev.launch(spp, 8, 9, variant)
+        out[variant] = float(np.abs(dev.out.copy_to_host() - cpu).max())
+    again = rnd(scene, width, height, spp=spp, seed=9, backend="numba-cuda", linear=True)
+    out["same_twice"] = bool(np.array_equal(again, rnd(scene, width, height, spp=spp, seed=9,
+                                                        backend="numba-cuda", linear=True)))
+    sky = rnd(empty_scene(), 5, 3, spp=1, seed=4, backend="numba-cuda", linear=True)
+    out["sky"] = sky.tolist()
+    tiny = (width, height, spp)
+    sizes = {"cpu": {"numba-cpu": tiny, "numba-cpu-1core": (6, 3, 1), "numba-cpu-bvh": tiny}, "gpu": tiny,
+             "progressive": ((8, 4), [1, 2], 8), "raster": dict(width=16, height=9, stacks=4, slices=8, frames=1)}
+    part = measure.measure_all(sizes, 1, gpu=True)["gpu"]
+    assert part["ptx_f64"] == {"plain": None, "leaky": None}      # the simulator compiles nothing
+    # test data in place of what only a real compile gives, to render every view
+    part["ptx_f64"] = {"plain": {"all": 18, "outside_sincos": 0}, "leaky": {"all": 245, "outside_sincos": 225}}
+    machine = {**device.machine_record(), "slug": "nvidia-h200",
+               "gpu": {"name": "simulated GPU", "multiprocessors": 1}}
+    results.save("graphics", {"gpu": part}, root=tmp, machine=machine)
+    out["part_rows"] = [r["name"] for r in part["rows"]]
+    out["agreement"] = part["agreement"]
+    out["max_abs_vs_plain"] = part["max_abs_vs_plain"]
+    return out
+
+
+def test_simulator_kernels_match_the_cpu_and_every_view_renders(tmp_path):
+    from gpukit import proc
+    got = proc.run_fresh("tests.test_graphics:_simulated", 12, 5, 1, str(tmp_path), timeout=600,
+                         env={**proc.NO_GPU, "GPUKIT_RESULTS_DIR": str(tmp_path)})
+    assert "error" not in got, got
+    for variant in ("plain", "shared", "leaky", "bvh", "sorted"):
+        assert got[variant] <= ATOL, (variant, got[variant])
+    assert got["same_twice"]
+    np.testing.assert_allclose(np.array(got["sky"]), _sky_reference(5, 3, 1, 4), rtol=0, atol=SKY_ATOL)
+    assert got["part_rows"] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "leaky", "shared",
+                                "bvh", "sorted", "1 spp", "all diffuse"]
+    assert got["agreement"]["max_abs"] <= ATOL and max(got["max_abs_vs_plain"].values()) <= 0.01
+    png, = tmp_path.glob("*/graphics-5p.png")         # beside this machine's results
+    with Image.open(png) as img:
+        assert img.size == (12, 5)
+    for view in ("card", "hero", "speed", "cpu", "ratio", "agreement", "variants", "leak", "targets",
+                 "progressive", "raster"):
+        md = pages.render("graphics", view, root=tmp_path)
+        assert md and "Traceback" not in md, view
+    assert "225" in pages.render("graphics", "card", root=tmp_path)
+    assert "numba CUDA, BVH" in pages.render("graphics", "variants", root=tmp_path)
+
+
+# ------------------------------------------------------------------ PTX for a real GPU, here
+
+def _compile_for_sm90():
+    """In a fresh process without the simulator: every kernel compiled to PTX for compute
+    capability 9.0 (the H200's) through NVVM, which needs no GPU. numba asks the current device
+    for its compute capability when it compiles a called device function: answer 9.0."""
+    from numba import cuda
+    from numba import types as T
+    import numba.cuda.dispatcher as dispatcher
+
+    from gpukit.graphics import gpu, measure
+
+    class Hopper:
+        compute_capability = (9, 0)
+    dispatcher.get_current_device = lambda: Hopper()
+    f1 = T.float32[::1]
+    sig = (T.float32[:, :, ::1], T.int64[:, ::1], T.int64, T.int64, f1, f1, f1, f1, f1, T.int32[::1],
+           f1, f1, f1, f1, T.float32[:, ::1], T.int64)
+    i1, nodes = T.int32[::1], T.float32[:, ::1]
+    kernels = {**{name: (k, sig) for name, k in gpu.KERNELS.items()},
+               "first_hit": (gpu.first_hit_kernel, (i1, i1, T.int64, f1, f1, f1, f1, f1, i1, nodes, T.int64, T.int64)),
+               "bucket": (gpu.bucket_kernel, (i1, i1, i1, i1)), "zero": (gpu.zero_kernel, (i1, i1)),
+               "sorted": (gpu.render_kernel_sorted, sig[:2] + (i1,) + sig[2:])}
+    out = {}
+    for name, (kernel, sig) in kernels.items():
+        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
+        lines = measure.f64_lines(ptx)
+        out[name] = {"all": len(lines), "outside_sincos": sum(1 for ln in lines if not measure.LIBDEVICE_F64.search(ln)),
+                     "entry": ".entry" in ptx}
+    return out
+
+
+def test_kernels_compile_for_the_h200_without_one():
+    from gpukit import proc
+    got = proc.run_fresh("tests.test_graphics:_compile_for_sm90", env={"NUMBA_ENABLE_CUDASIM": "0"}, timeout=300)
+    if "error" in got and ("nvvm" in got["error"].lower() or "libNVVM" in got["error"]):
+        pytest.skip(f"no NVVM here to compile PTX: {got['error']}")
+    assert "error" not in got, got
+    for name in ("plain", "shared", "bvh", "first_hit", "bucket", "zero", "sorted"):
+        assert got[name]["entry"] and got[name]["outside_sincos"] == 0, (name, got[name])
+    assert got["leaky"]["outside_sincos"] > 50
+
+
+# ------------------------------------------------------------------ the command
+
+def test_cli_writes_png(tmp_path):
+    out = tmp_path / "r.png"
+    proc = run_cli("render", "--width", 20, "--height", 12, "--spp", 2, "--depth", 3, "--seed", 4,
+                   "--out", out, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "ray segments/s" in proc.stdout and "spheres" in proc.stdout
+    with Image.open(out) as img:
+        assert img.size == (20, 12) and img.mode == "RGB"
+        want = render(final_scene(4), 20, 12, spp=2, max_depth=3, seed=4)
+        assert np.abs(np.asarray(img) / 255.0 - want).max() <= 0.5 / 255 + 1e-6
+    assert [p.name for p in tmp_path.iterdir()] == ["r.png"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--width", "0"], "> 0"), (["--height", "-3"], "> 0"), (["--spp", "lots"], "whole number"),
+    (["--depth", "0"], "> 0"), (["--depth", "65"], "at most 64"), (["--width", "20000"], "at most"),
+    (["--seed", "-1"], "seed"), (["--backend", "opencl"], "invalid choice"),
+])
+def test_cli_bad_input(tmp_path, args, needle):
+    line = assert_one_line_error(run_cli("render", "--out", tmp_path / "r.png", *args))
+    assert needle in line
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_bad_output_and_missing_gpu(tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a file, not a folder")
+    assert "cannot write" in assert_one_line_error(run_cli("render", "--out", blocker / "r.png"))
+    assert ".png" in assert_one_line_error(run_cli("render", "--out", tmp_path / "r.jpg"))
+    assert "does not exist" in assert_one_line_error(run_cli("render", "--out", tmp_path / "no" / "r.png"))
+    line = assert_one_line_error(run_cli("render", "--backend", "numba-cuda", "--out", tmp_path / "r.png",
+                                         env={"CUDA_VISIBLE_DEVICES": ""}))
+    assert "needs an NVIDIA GPU" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+# ------------------------------------------------------------------ the chapter's views
+
+def test_benchmark_and_views_on_cpu(tmp_path):
+    data = cpu_results_file("gpukit.graphics.measure:run", [32, 2], "graphics", tmp_path)
+    part = data["cpu"]
+    assert [r["name"] for r in part["rows"]] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh"]
+    assert all(r["segments"] >= r["width"] * r["height"] * r["spp"] for r in part["rows"])
+    assert part["cpu_llvm_f64_clean"] == 0 < part["cpu_llvm_f64_leaky"]
+    rmse = [r["rmse"] for r in part["progressive"]["rows"]]
+    assert rmse[-1] < rmse[0] / 2                     # more samples, less noise
+    assert part["raster"]["status"] == "ok" or part["raster"]["status"].startswith("not run: ")
+    for view in ("hero", "speed", "cpu", "leak", "progressive", "raster"):
+        assert pages.render("graphics", view, root=tmp_path)
+    assert "numba, all CPU cores" in pages.render("graphics", "speed", root=tmp_path)
+    for view in ("ratio", "agreement", "variants", "targets", "card"):
+        with pytest.raises(pages.MissingResults):
+            pages.render("graphics", view, root=tmp_path)          # GPU-only parts
+
+
+# ------------------------------------------------------------------ real GPU
+
+@pytest.mark.gpu
+def test_gpu_kernel_has_no_float64_and_the_leaky_one_has():
+    from gpukit.graphics import gpu, measure
+    dev = gpu.DeviceScene(final_scene(0), 64, 32)
+    for variant in ("plain", "leaky", "shared"):
+        dev.launch(1, 8, 1, variant)
+    from gpukit.graphics.bvh import build_bvh
+    gpu.DeviceScene(build_bvh(final_scene(0)), 64, 32).launch(1, 8, 1, "bvh")
+    for kernel in (gpu.render_kernel, gpu.render_kernel_shared, gpu.render_kernel_bvh):
+        assert measure.ptx_f64(kernel)["outside_sincos"] == 0
+    assert measure.ptx_f64(gpu.render_kernel_leaky)["outside_sincos"] > 50
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1), (17, 5), (320, 180)])
+def test_gpu_matches_cpu_and_repeats(shape):
+    scene = final_scene(0)
+    cpu = render(scene, *shape, spp=4, seed=3, backend="numba-cpu", linear=True)
+    gpu = render(scene, *shape, spp=4, seed=3, backend="numba-cuda", linear=True)
+    assert np.array_equal(gpu, render(scene, *shape, spp=4, seed=3, backend="numba-cuda", linear=True))
+    diff = np.abs(gpu - cpu).max(axis=2)
+    assert np.isfinite(gpu).all() and np.mean(diff > ATOL) < 0.01    # paths may part at an edge
+    assert math.isclose(float(gpu.mean()), float(cpu.mean()), rel_tol=0.01)
+    tree = render(scene, *shape, spp=4, seed=3, backend="numba-cuda-bvh", linear=True)
+    assert np.mean(np.abs(tree - cpu).max(axis=2) > ATOL) < 0.01
+    from gpukit.graphics.gpu import DeviceScene
+    dev = DeviceScene(scene, *shape)
+    dev.launch(4, 8, 3, "sorted")                     # the same pixels, computed in another order
+    assert np.mean(np.abs(dev.out.copy_to_host() - gpu).max(axis=2) > ATOL) < 0.01
+
+
+@pytest.mark.gpu
+def test_gpu_sky_is_exact():
+    got = render(empty_scene(), 7, 4, spp=2, seed=8, backend="numba-cuda", linear=True)
+    np.testing.assert_allclose(got, _sky_reference(7, 4, 2, 8), rtol=0, atol=SKY_ATOL)
