@@ -4,9 +4,10 @@
 # Renders the book's final scene (about 480 spheres; Peter Shirley,
 # https://raytracing.github.io/books/RayTracingInOneWeekend.html) with the same path tracer
 # compiled twice: numba on all CPU cores and numba CUDA on the GPU. Both use the same random
-# numbers, so the two images must agree pixel by pixel up to float32 rounding; the script
-# exits non-zero when they do not. Without an NVIDIA GPU the CUDA kernel runs on numba's
-# simulator at a tiny size.
+# numbers, but a path that grazes a sphere can take another turn on one of them, so the images
+# are compared as a whole: the script exits non-zero when more than 10 % of the pixels differ by
+# more than 1e-3, or the mean difference exceeds 1e-3. Without an NVIDIA GPU the CUDA kernel
+# runs on numba's simulator at a tiny size.
 #
 # Run it: `python examples/graphics.py --width 640 --height 360 --spp 16 --png scene.png`
 
@@ -28,8 +29,10 @@ from gpukit import bench  # noqa: E402
 from gpukit.graphics import final_scene, render, write_png  # noqa: E402
 # --8<-- [end:setup]
 
-#: largest per-channel difference of linear radiance allowed between the two backends
+#: a pixel "differs" when a channel of its linear radiance differs by more than ATOL;
+#: at most MAX_DIFFERING of the pixels may, and the mean difference must stay below ATOL
 ATOL = 1e-3
+MAX_DIFFERING = 0.10
 
 
 # %% [markdown]
@@ -52,10 +55,11 @@ def run(width: int, height: int, spp: int, depth: int, repeat: int) -> tuple[lis
                                  backend=backend, linear=True, stats=stats)
         rows.append({"backend": backend, "segments": stats["segments"], **timing.to_dict(),
                      "msegments_per_s": stats["segments"] / timing.median_s / 1e6})
-    diff = np.abs(images["numba-cuda"] - images["numba-cpu"]).max(axis=2)
-    over = float(np.mean(diff > ATOL))
-    if not np.isfinite(images["numba-cuda"]).all() or over > 0.01:   # a path may part at an edge
-        raise AssertionError(f"{100 * over:.2f} % of pixels differ by more than {ATOL}")
+    diff = np.abs(images["numba-cuda"] - images["numba-cpu"])
+    over = float(np.mean(diff.max(axis=2) > ATOL))
+    if not np.isfinite(images["numba-cuda"]).all() or over > MAX_DIFFERING or diff.mean() > ATOL:
+        raise AssertionError(f"{100 * over:.2f} % of pixels differ by more than {ATOL}, "
+                             f"mean difference {diff.mean():.2g}")
     return rows, images["numba-cpu"]
 # --8<-- [end:run]
 
