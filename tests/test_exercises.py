@@ -383,3 +383,60 @@ def test_reference_solutions_at_full_size_on_the_gpu():
     for r in out["rows"]:
         assert r["ok"], r
         assert 0 < r["percent_of_roof"] < 110, r
+
+
+def _record(rows_gpu=None):
+    """A small record in the shape `measure.run` writes, with a GPU part when rows are given."""
+    sim = {"seed": 1, "process_s": 1.0, "rows": [
+        {"puzzle": p.num, "ok": True, "message": "passed", "seconds": 0.01,
+         "score": {"gr": 1, "gw": 1, "sh": 0}, "minimum": {"gr": 1, "gw": 1, "sh": 0}} for p in puzzles.PUZZLES]}
+    data = {"sim": sim, "machine": {"date": "2026-11-30", "gpu": {"name": "Test GPU", "multiprocessors": 4}}}
+    if rows_gpu is not None:
+        data["gpu"] = {"roofs": {"copy_gbs": 1000.0, "copy_timer": "cupy", "fp32_tflops": 10.0}, "rows": rows_gpu}
+    return pages.Record(data)
+
+
+def _gpu_rows(fail=None):
+    rows = []
+    for p in puzzles.PUZZLES:
+        r = {"puzzle": p.num, "title": p.title, "ok": p.num != fail, "roof": p.roof, "median_s": 1e-3,
+             "first_call_s": 0.1, "host_bound": p.roof is None, "grid": 8, "block": 256,
+             "sizes": {"n": 1000, "tpb": 256, "bins": 16, "tile": 16}, "message": "full size: wrong"}
+        if p.roof == "copy":
+            r.update(gbs=10.0 * p.num, tflops=None, percent_of_roof=1.0 * p.num)
+        elif p.roof == "fp32":
+            r.update(gbs=None, tflops=1.5, percent_of_roof=15.0)
+        rows.append(r)
+    return rows
+
+
+def test_views_render_rates_roofs_and_targets_from_the_record():
+    from gpukit.exercises import views
+    data = _record(_gpu_rows())
+    gpu = views.speed("t", data)
+    assert "- GB/s" not in gpu and "1.50 TFLOP/s" in gpu and "15.0 % of FP32 peak" in gpu
+    assert "1. Map †" in gpu and "Host-bound" in gpu          # one-block rows are marked
+    table = views.scores("t", data)
+    assert "no roof (one block) †" in table and "20.0 % of copy" in table
+    assert "20 of 20 reference solutions pass" in table
+    assert views.targets("t", data).count("**met**") == 3
+    far = views.far("t", data)                            # every copy puzzle is below 25 % here
+    assert "**13. Histogram**" in far and "**15. Tiled matmul**" in far and "not measured" in far
+    assert "<svg" in views.plot("t", data) and "Left out: puzzles 1 to 5" in views.plot("t", data)
+
+
+def test_views_say_missed_and_failed_when_a_reference_fails():
+    from gpukit.exercises import card, views
+    data = _record(_gpu_rows(fail=13))
+    assert "**missed**" in views.targets("t", data) and "19 of 20" in views.targets("t", data)
+    assert "failed" in views.speed("t", data) and "**13." not in views.far("t", data)
+    assert "puzzle 13 failed" in card.card(data)
+
+
+def test_views_without_a_gpu_show_the_simulator_only():
+    from gpukit.exercises import views
+    data = _record()
+    assert "passes, 10.00 ms" in views.scores("t", data) and "No GPU on this machine" in views.scores("t", data)
+    for view in (views.speed, views.targets, views.far, views.plot):
+        with pytest.raises(pages.NotRecorded):
+            view("t", data)

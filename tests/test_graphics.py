@@ -207,12 +207,15 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(tmp_path):
     png, = tmp_path.glob("*/graphics-5p.png")         # beside this machine's results
     with Image.open(png) as img:
         assert img.size == (12, 5)
-    for view in ("card", "hero", "speed", "cpu", "ratio", "agreement", "variants", "leak", "targets",
-                 "progressive", "raster"):
+    for view in ("card", "hero", "speed", "cpu", "ratio", "agreement", "variants", "shared", "divergence", "bvh",
+                 "leak", "targets", "progressive", "raster"):
         md = pages.render("graphics", view, root=tmp_path)
         assert md and "Traceback" not in md, view
+    targets = pages.render("graphics", "targets", root=tmp_path)
+    # 4 goals for 3 kernels, less the two 1-spp frames not measured (shared memory, BVH)
+    assert targets.count("**met**") + targets.count("**missed**") == 10 and targets.count("not measured") == 2
     assert "225" in pages.render("graphics", "card", root=tmp_path)
-    assert "numba CUDA, BVH" in pages.render("graphics", "variants", root=tmp_path)
+    assert "| BVH |" in pages.render("graphics", "variants", root=tmp_path)
 
 
 # ------------------------------------------------------------------ PTX for a real GPU, here
@@ -307,10 +310,10 @@ def test_benchmark_and_views_on_cpu(tmp_path):
     rmse = [r["rmse"] for r in part["progressive"]["rows"]]
     assert rmse[-1] < rmse[0] / 2                     # more samples, less noise
     assert part["raster"]["status"] == "ok" or part["raster"]["status"].startswith("not run: ")
-    for view in ("hero", "speed", "cpu", "leak", "progressive", "raster"):
+    for view in ("hero", "speed", "cpu", "bvh", "leak", "progressive", "raster"):
         assert pages.render("graphics", view, root=tmp_path)
-    assert "numba, all CPU cores" in pages.render("graphics", "speed", root=tmp_path)
-    for view in ("ratio", "agreement", "variants", "targets", "card"):
+    assert "| CPU, all cores |" in pages.render("graphics", "speed", root=tmp_path)
+    for view in ("ratio", "agreement", "variants", "shared", "divergence", "targets", "card"):
         with pytest.raises(pages.MissingResults):
             pages.render("graphics", view, root=tmp_path)          # GPU-only parts
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpukit import device, pages, results
-from gpukit.profiling import ncu, pipeline, targets
+from gpukit.profiling import ncu, pipeline, targets, views
 from gpukit.profiling.torchprof import busy_fraction
 from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
 
@@ -278,10 +278,11 @@ def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
                                       "sections": list(ncu.SECTIONS), "warmup_launches": 2}},
                  root=tmp_path, machine=machine)
     summary = pages.render("profiles", "summary", root=tmp_path)
-    assert "long scoreboard" in summary and "82.5 %" in summary
-    assert "1,048,576" in pages.render("profiles", "stalls", root=tmp_path)
+    assert "| 82.5 |" in summary and "matmul warptile" in summary
+    stalls = pages.render("profiles", "stalls", root=tmp_path)
+    assert "1,048,576" in stalls and "long scoreboard" in stalls
     law = pages.render("profiles", "littles-law", root=tmp_path)
-    assert "numba grid-stride" in law and "matmul" not in law
+    assert "vector add, numba" in law and "matmul" not in law
     assert "ratio" in pages.render("profiles", "bytes", root=tmp_path)
     read = pages.render("profiles", "readings", root=tmp_path)
     assert "near the memory limit" in read and "latency" not in read.split("matmul")[0]
@@ -313,9 +314,31 @@ def _synthetic_gpu_part() -> dict:
             "cpu_baseline": {"name": "numba parallel (all cores)", "threads": 16, "elements": 1000,
                              "median_s": 0.5, "elements_per_s": 2000.0},
             "torch": {"steps": 2, "batch": 8, "image_size": 32, "span_us": 2000.0, "busy": 0.5,
-                      "kernel_count": 40, "kernels": [{"name": "k", "calls": 4, "device_us": 100.0,
-                                                       "share": 1.0}],
+                      "device_us": 150.0, "kernel_count": 40,
+                      "kernels": [{"name": "void k<float>(float*)", "calls": 4, "device_us": 100.0, "share": 0.67},
+                                  {"name": "forward", "calls": 2, "device_us": 50.0, "share": 0.33}],
                       "phases": {"forward": {"cpu_us": 10.0, "device_us": 5.0}}}}
+
+
+def test_target_missed_when_no_run_is_within_the_bound(tmp_path):
+    part = _synthetic_gpu_part()
+    for r in part["rows"]:                     # every run 1.25x its bound or worse
+        r["vs_ideal"] = max(r["vs_ideal"], 1.25)
+    part["sweep"] = [{"chunks": c, "streams": min(c, 4), "median_s": 0.02 * v, "vs_ideal": v}
+                     for c, v in ((16, 1.25), (32, 1.2104), (64, 1.2102))]
+    machine = {**device.machine_record(), "slug": results.reference_machine(),
+               "gpu": {"name": "synthetic GPU"}}
+    results.save("profiling", {"gpu": part}, root=tmp_path, machine=machine)
+    target = pages.render("profiling", "target", root=tmp_path)
+    assert "**missed**" in target and "1.21x at 32 and 64 chunks" in target
+    assert "target was missed" in pages.render("profiling", "card", root=tmp_path)
+
+
+def test_kernel_names_are_shortened():
+    assert views.kernel_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float, int>"
+                             "(float const*, long const*)") == "at::native::max_pool_backward_nchw"
+    assert views.kernel_name("sm80_xmma_gemm") == "sm80_xmma_gemm"
+    assert len(views.kernel_name("x" * 100)) == 48
 
 
 def test_gpu_views_render_a_synthetic_record(tmp_path):
@@ -328,7 +351,13 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     assert "bit for bit" in pages.render("profiling", "runs", root=tmp_path)
     assert "failed: RuntimeError" in pages.render("profiling", "managed", root=tmp_path)
     card = pages.render("profiling", "card", root=tmp_path)
-    assert card.count("    1. ") == 3 and "50 %" in card
+    assert card.count("    1. ") == 3 and "1.20x the ideal bound" in card and "target was met" in card
+    target = pages.render("profiling", "target", root=tmp_path)
+    assert "**met**" in target and "1.20x" in target
+    torch = pages.render("profiling", "torch", root=tmp_path)
+    table_part, after = torch.split("The record's device events", 1)
+    assert "`k`" in table_part and "forward" not in table_part      # a range is not a kernel
+    assert "covered 50 %" in after and "at most **5 %**" in after   # (150 - 50) us of 2000 us
 
 
 # ------------------------------------------------------------------ real GPU

@@ -284,7 +284,7 @@ def test_benchmark_and_views_on_cpu(tmp_path):
         md = pages.render("simulation", view, root=tmp_path)
         assert "Measured on" in md
     assert pages.render("simulation", "vortex", root=tmp_path).count("data:image/png;base64,") == 3
-    for view in ("nbody", "fp64", "card"):              # parts only a GPU records
+    for view in ("nbody", "fp64", "card", "targets", "anchor", "heat"):   # parts only a GPU records
         with pytest.raises(pages.MissingResults):
             pages.render("simulation", view, root=tmp_path)
 
@@ -312,15 +312,34 @@ def test_benchmark_and_views_on_cpu(tmp_path):
     assert card.count("    1. ") == 3 and "T interactions/s" in card
     nb = pages.render("simulation", "nbody", root=tmp_path / "h200")
     assert all(v in nb for v in N.VARIANTS) and "rsqrt.approx" in nb
+    assert "| 8 (2) |" in nb                                                  # 8 ld.shared over 4 rsqrt: 2 each
     fp = pages.render("simulation", "fp64", root=tmp_path / "h200")
     assert "not measured" in fp and "GeForce RTX 4090" in fp
+    # the targets: met or missed as the numbers say, never both, one line per target
+    from gpukit.simulation import views as V
+    tg = pages.render("simulation", "targets", root=tmp_path / "h200")
+    g = V.gpu_rows(gpu)
+    verdicts = [g["lbm"]["rate"] / 1e6 >= V.TARGETS["lbm_mlups"], g["lbm"]["pct_copy"] >= V.TARGETS["lbm_pct_copy"],
+                g["nbody"]["rate"] / 1e12 >= V.TARGETS["nbody_t"], g["heat32"]["pct_copy"] >= V.TARGETS["heat32_pct_copy"]]
+    lines = [line for line in tg.splitlines() if line.startswith("| ") and ("| met |" in line or "| **missed** |" in line)]
+    assert [("| met |" in line) for line in lines] == verdicts
+    assert g["nbody"]["name"] == "4 bodies per thread"                        # the fastest fake row
+    anchor = pages.render("simulation", "anchor", root=tmp_path / "h200")
+    assert "23,056" in anchor and "measured" in anchor and "nan" not in anchor.lower()
+    heat = pages.render("simulation", "heat", root=tmp_path / "h200")
+    assert "float32" in heat and "float64" in heat
     for view in ("vortex", "table", "roof", "checks", "gallery"):
         assert "NVIDIA H200" in pages.render("simulation", view, root=tmp_path / "h200") or view in ("vortex", "checks", "gallery")
 
 
 def test_fluidx3d_anchor_table():
-    md = pages.render_data("simulation", "anchor")
+    """FluidX3D's published H200 rows beside the recorded D2Q9 kernel, both against the data sheet."""
+    from gpukit.simulation.meta import FLUIDX3D
+    for r in FLUIDX3D["rows"]:                      # the published share is MLUPs x bytes over the data sheet
+        assert abs(r["mlups"] * r["bytes_per_cell"] / 1e3 / FLUIDX3D["spec_bandwidth_gbs"] * 100 - r["pct_spec"]) < 1
+    md = pages.render("simulation", "anchor")
     assert "23,056" in md and "153" in md and "73" in md and "github.com/ProjectPhysX/FluidX3D" in md
+    assert "of 4,800 GB/s (data sheet)" in md and "not measured here" in md
 
 
 def test_every_public_name_resolves():

@@ -21,25 +21,101 @@ def _score(s: dict | None) -> str:
     return "-" if not s else f"{s['gr']} / {s['gw']} / {s['sh']}"
 
 
+#: what each roof is called in the tables
+ROOF_NAME = {"copy": "copy", "fp32": "FP32 peak"}
+#: below this percentage of its roof a reference is listed as far from it
+FAR_PERCENT = 25.0
+#: size keys that are launch shapes, not sizes
+_LAUNCH_KEYS = ("tpb", "tile", "threads", "bins", "bx", "by")
+
+
+def _pct(r: dict) -> str:
+    """``60.9 % of copy``; ``no roof`` for a one-block puzzle; ``-`` when not measured."""
+    if not r:
+        return "-"
+    if not r.get("ok"):
+        return "failed"
+    if r.get("percent_of_roof") is None:
+        return "no roof" if r.get("roof") is None else "-"
+    return f"{fmt_num(r['percent_of_roof'], 1)} % of {ROOF_NAME[r['roof']]}"
+
+
+def _rate(r: dict) -> str:
+    if r.get("gbs") is not None:
+        return f"{fmt_num(r['gbs'])} GB/s"
+    if r.get("tflops") is not None:
+        return f"{fmt_num(r['tflops'], 2)} TFLOP/s"
+    return "-"
+
+
+def _size(r: dict) -> str:
+    return " x ".join(f"{v:,}" for k, v in r.get("sizes", {}).items() if k not in _LAUNCH_KEYS)
+
+
+def _blocks(r: dict) -> int:
+    g = r.get("grid", 1)
+    n = 1
+    for v in (g if isinstance(g, list) else [g]):
+        n *= v
+    return n
+
+
+def _sim_line(sim: dict) -> str:
+    passed = [r for r in sim["rows"] if r["ok"] and r["score"] == r["minimum"]]
+    bad = [r for r in sim["rows"] if r not in passed]
+    text = (f"On numba's simulator, {len(passed)} of {len(sim['rows'])} reference solutions pass the "
+            "checker at their puzzle's minimum score")
+    if bad:
+        text += "; " + "; ".join(f"puzzle {r['puzzle']}: {r['message'] if not r['ok'] else 'score ' + _score(r['score'])}"
+                                 for r in bad)
+    return text + "."
+
+
 @pages.renderer("exercises", "table")
 def scores(slug: str, data: dict) -> str:
-    """Every puzzle: what it teaches, the minimum score and the reference's simulator check."""
+    """Every puzzle: what it teaches, the minimum score, and the reference's check (on a GPU: its
+    percentage of its roof; without one: the simulator's check and its time)."""
     rows = []
     sim = data["sim"]
-    gpu = {r["puzzle"]: r for r in data["gpu"]["rows"]} if "gpu" in data else {}
+    if "gpu" in data:
+        gpu = {r["puzzle"]: r for r in data["gpu"]["rows"]}
+        for p, r in zip(_puzzles(), sim["rows"]):
+            g = gpu.get(p.num, {})
+            pct = "no roof (one block)" if p.roof is None and g.get("ok") else _pct(g)
+            rows.append([f"[{p.num}. {p.title}](#{anchor(p)})", pct + pages.dagger(g), _score(r["minimum"]),
+                         p.teaches])
+        return (table(["puzzle", "reference at full size, % of its roof", "minimum score (reads / writes / shared)",
+                       "teaches"], rows, "lrll")
+                + pages.host_bound_note(list(gpu.values())) + "\n\n" + _sim_line(sim))
     for p, r in zip(_puzzles(), sim["rows"]):
-        g = gpu.get(p.num, {})
-        pct = fmt_num(g.get("percent_of_roof"), 1) + " %" if g.get("percent_of_roof") is not None else "-"
-        roof = {"copy": "copy", "fp32": "FP32", None: "none"}[p.roof]
-        rows.append([f"[{p.num}. {p.title}](#{anchor(p)})", p.teaches,
-                     _score(r["minimum"]), "passes" if r["ok"] else f"FAILS: {r['message']}",
-                     fmt_time(r["seconds"]), roof] + ([pct] if gpu else []))
-    head = ["puzzle", "teaches", "minimum score (reads / writes / shared)", "reference, simulator",
-            "check time", "roof"] + (["reference, % of roof"] if gpu else [])
-    where = ("" if gpu else f"\n\n<small>No GPU on this machine: the simulator's checks only, at the "
-                            f"small sizes of seed {sim['seed']}. The first check of a process includes "
-                            "numba's set-up.</small>")
-    return table(head, rows, "llllrl" + ("r" if gpu else "")) + where
+        check = "passes" if r["ok"] else f"FAILS: {r['message']}"
+        rows.append([f"[{p.num}. {p.title}](#{anchor(p)})", f"{check}, {fmt_time(r['seconds'])}",
+                     _score(r["minimum"]), p.teaches])
+    return (table(["puzzle", "reference on the simulator, check time",
+                   "minimum score (reads / writes / shared)", "teaches"], rows, "lrll")
+            + f"\n\n<small>No GPU on this machine: the simulator's checks only, at the small sizes of "
+              f"seed {sim['seed']}. The first check of a process includes numba's set-up.</small>")
+
+
+@pages.renderer("exercises", "targets")
+def targets(slug: str, data: dict) -> str:
+    """The chapter's targets, met or missed, from the record."""
+    sim, g = data["sim"], data["gpu"]
+    n = len(sim["rows"])
+    at_min = sum(1 for r in sim["rows"] if r["ok"] and r["score"] == r["minimum"])
+    full = sum(1 for r in g["rows"] if r["ok"])
+    timed = [r for r in g["rows"] if r["ok"] and r.get("percent_of_roof") is not None]
+    roofed = [p for p in _puzzles() if p.roof is not None]
+
+    def mark(ok: bool) -> str:
+        return "**met**" if ok else "**missed**"
+    rows = [["every reference passes the simulator's checker at its puzzle's minimum score",
+             mark(at_min == n), f"{at_min} of {n}"],
+            ["every reference verified again at full size on the GPU (outputs start as NaN, checked "
+             "against NumPy in float64)", mark(full == n), f"{full} of {n}"],
+            ["every puzzle with a roof timed against it in the same run", mark(len(timed) == len(roofed)),
+             f"{len(timed)} of {len(roofed)}"]]
+    return table(["target", "met?", "measured"], rows, "lcr")
 
 
 @pages.renderer("exercises", "gpu")
@@ -50,37 +126,129 @@ def speed(slug: str, data: dict) -> str:
     rows = []
     for r in g["rows"]:
         if not r["ok"]:
-            rows.append([r["puzzle"], r["title"], "-", "-", "-", "-", f"failed: {r['message']}"])
+            rows.append([f"{r['puzzle']}. {r['title']}", "failed", "-", "-", "-", r["message"]])
             continue
-        size = " x ".join(f"{v:,}" for k, v in r["sizes"].items() if k not in ("tpb", "tile", "threads", "bins"))
-        rate = (f"{fmt_num(r['gbs'])} GB/s" if "gbs" in r else f"{fmt_num(r['tflops'], 2)} TFLOP/s"
-                if "tflops" in r else "-")
-        pct = f"{fmt_num(r['percent_of_roof'], 1)} %" if r.get("percent_of_roof") is not None else "no roof"
-        rows.append([r["puzzle"], r["title"] + pages.dagger(r), size, fmt_time(r["first_call_s"]),
-                     fmt_time(r["median_s"]), rate, pct])
+        rows.append([f"{r['puzzle']}. {r['title']}" + pages.dagger(r), _pct(r), _rate(r), fmt_time(r["median_s"]),
+                     fmt_time(r["first_call_s"]), _size(r)])
     head = (f"Roofs measured in the same run: device copy {fmt_num(roofs.get('copy_gbs'))} GB/s "
             f"({roofs.get('copy_timer')}), FP32 peak {fmt_num(roofs.get('fp32_tflops'), 1)} TFLOP/s "
             "(SMs x FP32 lanes x 2 x clock, from the machine record).\n\n")
-    return head + table(["#", "puzzle", "size", "first call (compiles)", "steady state", "rate", "% of roof"],
-                        rows, "llrrrrr") + pages.host_bound_note(g["rows"])
+    return head + table(["puzzle", "% of roof", "rate", "steady state", "first call (compiles)", "size"],
+                        rows, "lrrrrr") + pages.host_bound_note(g["rows"])
 
 
 @pages.renderer("exercises", "plot")
 def plot(slug: str, data: dict) -> str:
-    """Bars: each reference solution's percentage of its roof on a GPU."""
+    """Bars: each reference solution's percentage of its roof on a GPU, sized for a phone: each
+    puzzle's name above its bar, the value at its end."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    rows = [r for r in data["gpu"]["rows"] if r.get("percent_of_roof") is not None]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.barh([f"{r['puzzle']}. {r['title']}" for r in rows], [r["percent_of_roof"] for r in rows],
-            color=["#ef6c00" if r["roof"] == "fp32" else "#1e88e5" for r in rows])
-    ax.invert_yaxis()
+    from matplotlib.patches import Patch
+    g = data["gpu"]
+    rows = [r for r in g["rows"] if r.get("percent_of_roof") is not None]
+    colour = {"copy": "#1e88e5", "fp32": "#ef6c00"}
+    fig, ax = plt.subplots(figsize=(5.2, 0.42 * len(rows) + 1.2))
+    for y, r in enumerate(rows):
+        v = r["percent_of_roof"]
+        ax.barh(y, v, height=0.42, color=colour[r["roof"]])
+        ax.text(0, y - 0.3, f"{r['puzzle']}. {r['title']}", fontsize=10, va="bottom")
+        ax.text(v + 1, y, f"{fmt_num(v, 1)} %", fontsize=10, va="center")
+    ax.set_ylim(len(rows) - 0.5, -0.95)
     ax.set_xlim(0, 100)
-    ax.set_xlabel("% of roof (blue: device copy bandwidth; orange: FP32 peak)")
-    ax.tick_params(axis="y", labelsize=8)
-    ax.set_title(f"Reference solutions at full size, {pages.plot_title(data)}", fontsize=10)
-    return pages.svg(fig)
+    ax.set_yticks([])
+    ax.spines[["left", "right", "top"]].set_visible(False)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlabel("% of roof", fontsize=10)
+    roofs = g["roofs"]
+    ax.legend(handles=[Patch(color=colour["copy"], label=f"device copy, {fmt_num(roofs.get('copy_gbs'))} GB/s"),
+                       Patch(color=colour["fp32"], label=f"FP32 peak, {fmt_num(roofs.get('fp32_tflops'), 1)} TFLOP/s")],
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1, fontsize=10, frameon=False)
+    ax.set_title(f"Reference solutions at full size\n{pages.plot_title(data)}", fontsize=11, pad=44)
+    out = pages.svg(fig)
+    none = [r for r in g["rows"] if r["ok"] and r.get("percent_of_roof") is None]
+    if none:
+        times = sorted(r["median_s"] for r in none)
+        hb = sum(1 for r in none if r.get("host_bound"))
+        flagged = ("all flagged host-bound (†): they time the launch more than the kernel" if hb == len(none)
+                   else f"{hb} of them flagged host-bound (†)")
+        out += (f"\n\nLeft out: puzzles {none[0]['puzzle']} to {none[-1]['puzzle']}, one block each by "
+                f"their rules and with no roof. Their steady-state times, {fmt_time(times[0])} to "
+                f"{fmt_time(times[-1])} a call, are {flagged}.")
+    return out
+
+
+_FAR = {
+    9: ("By its rules the dot product runs one block of {tpb:,} threads, and one block runs on one "
+        "[SM](glossary.md#sm) of the GPU's {sms}: this is the puzzle's lesson, not a flaw of the "
+        "solution. Whether one SM's "
+        "loads in flight or its share of the memory system is what holds it there was not measured; "
+        "many blocks joined by atomics, as in puzzle 11, are what the later puzzles do instead."),
+    10: ("One element per thread in {blocks:,} blocks of {tpb}, with a barrier after each of the "
+         "tree's steps. Open questions, not measured here: would each thread summing several elements "
+         "first (a grid-stride loop, as in puzzle 19), or a warp-shuffle end of the tree (puzzle 20), "
+         "bring it closer to the copy bandwidth?"),
+    11: ("Its reference differs from puzzle 10's only in its last line, one atomic addition to "
+         "`out[0]` per block instead of a store per block, and it took {dt} more a call than puzzle "
+         "10's ({t10}). Whether the {blocks:,} atomics on one address account for all of that was not "
+         "profiled; fewer, fuller blocks (a grid-stride loop) would make fewer of them."),
+    13: ("One atomic increment per element, {n:,} of them into {bins} bins in global memory. That "
+         "threads colliding on the same bins is what holds it back is a likely cause, not a measured "
+         "one; the usual remedy, still to be measured here, is a histogram per block in shared "
+         "memory, joined with one atomic addition per bin per block."),
+    15: ("Each thread computes one element of `c` from {tile} x {tile} shared tiles, two "
+         "shared-memory loads per multiply-add. The [matrix multiplication chapter](matmul.md) takes "
+         "the same tiling further (register blocking, wider loads, warp tiling) and measures each step "
+         "against cuBLAS; how far those steps would take this reference was not measured here."),
+    17: ("Each {tile} x {tile} block loads a bordered tile of ({tile} + 2)² elements, so the halo adds "
+         "loads, and each thread computes one output. Whether larger tiles or several outputs per "
+         "thread would close the gap was not measured."),
+}
+_FAR_DEFAULT = ("Why this reference stops here was not profiled; the [profiling chapter](profiling.md) "
+                "shows how to find out.")
+
+
+@pages.renderer("exercises", "far")
+def far(slug: str, data: dict) -> str:
+    """The references far from their roof, each with its measured value and its open questions."""
+    g = data["gpu"]
+    by = {r["puzzle"]: r for r in g["rows"]}
+    sms = data["machine"]["gpu"]["multiprocessors"]
+    out = []
+    for r in g["rows"]:
+        if not r["ok"] or r.get("percent_of_roof") is None or r["percent_of_roof"] >= FAR_PERCENT:
+            continue
+        s = r["sizes"]
+        t10 = by.get(10, {})
+        fields = {"tpb": s.get("tpb", 0), "sms": sms, "blocks": _blocks(r), "n": s.get("n", 0),
+                  "bins": s.get("bins", 0), "tile": s.get("tile", 0), "t": fmt_time(r["median_s"]),
+                  "t10": fmt_time(t10.get("median_s")) if t10.get("ok") else "-",
+                  "dt": fmt_time(r["median_s"] - t10["median_s"]) if t10.get("ok") else "-"}
+        note = _FAR.get(r["puzzle"], _FAR_DEFAULT)
+        if r["puzzle"] == 11 and not (t10.get("ok") and r["median_s"] > t10["median_s"]):
+            note = _FAR_DEFAULT
+        out.append(f"- **{r['puzzle']}. {r['title']}**: {_pct(r)} ({_rate(r)}, {fmt_time(r['median_s'])} a "
+                   f"call). " + note.format(**fields))
+    if not out:
+        return f"No reference solution stayed below {fmt_num(FAR_PERCENT)} % of its roof."
+    return (f"The references below {fmt_num(FAR_PERCENT)} % of their roof:\n\n" + "\n".join(out))
+
+
+@pages.renderer("exercises", "launch")
+def launch_shape(slug: str, data: dict) -> str:
+    """Puzzle 19 against puzzle 6: the same kind of kernel, two launch shapes, measured."""
+    by = {r["puzzle"]: r for r in data["gpu"]["rows"]}
+    a, b = by.get(6, {}), by.get(19, {})
+    if not (a.get("ok") and b.get("ok") and a.get("percent_of_roof") and b.get("percent_of_roof")):
+        return ""
+    top = max((r for r in data["gpu"]["rows"] if r.get("percent_of_roof") is not None),
+              key=lambda r: r["percent_of_roof"])
+    lead = "The highest bar is puzzle 19's saxpy" if top["puzzle"] == 19 else "Puzzle 19's saxpy"
+    return (f"{lead}, a grid-stride loop over {_blocks(b):,} blocks of "
+            f"{b['block']} threads: {_pct(b)}. Puzzle 6 adds 10 with one thread per element, "
+            f"{_blocks(a):,} blocks of {a['block']}: {_pct(a)}. The two kernels move different bytes "
+            "per element (12 and 8), so this pair does not isolate the launch shape; whether a "
+            "grid-stride loop would lift puzzles 6 to 8 by as much is an open question.")
 
 
 @pages.data_renderer("exercises", "flow")

@@ -3,7 +3,7 @@ profiler) and ``profiles.json`` (Nsight Compute's metrics of six kernels)."""
 
 from __future__ import annotations
 
-from .. import pages
+from .. import pages, results
 from ..pages import NotRecorded, fmt_num, fmt_ratio, fmt_time, table
 from . import diagrams
 
@@ -28,19 +28,77 @@ def stages(slug: str, data: dict) -> str:
             + f": **{fmt_time(g['ideal_s'])}**; the three one after the other: {fmt_time(g['serial_sum_s'])}.")
 
 
+#: the chapter's target for the pipelined job: end to end within this factor of its ideal bound
+TARGET_VS_IDEAL = 1.2
+
+
 @pages.renderer("profiling", "runs")
 def runs(slug: str, data: dict) -> str:
     g = _gpu(data)
-    serial = next(r for r in g["rows"] if r["name"] == "serial, pinned")
+    by = {r["name"]: r for r in g["rows"]}
+    serial = by["serial, pinned"]
     rows = [[r["name"], fmt_time(r["median_s"]), fmt_ratio(r["vs_ideal"], 2),
              fmt_ratio(serial["median_s"] / r["median_s"], 2)] for r in g["rows"]]
     check = ("equal to the serial result, bit for bit" if g["pipelined_equals_serial"]
              else "DIFFERENT from the serial result")
-    return (table(["whole job (copy in, kernel, copy out)", "end to end", "vs ideal bound",
+    text = (table(["whole job (copy in, kernel, copy out)", "end to end", "vs ideal bound",
                    "speed-up vs serial pinned"], rows)
             + f"\n\nMedian of host-clock times from issuing the first copy to the end of the last; "
               f"every run checked before timing: largest relative error {g['max_rel_err']:.1e} against "
               f"float64, pipelined output {check}.")
+    page = by.get("serial, pageable")
+    one = next((r for r in g["rows"] if r["pinned"] and r["streams"] == 1 and r["chunks"] > 1), None)
+    piped = _best_pipelined(g)
+    page_piped = next((r for r in g["rows"] if not r["pinned"] and r["streams"] > 1), None)
+    lines = []
+    if page:
+        lines.append(f"Serial from pageable memory took {fmt_ratio(page['median_s'] / serial['median_s'], 2)} "
+                     "the pinned time: the price of copying from pageable memory.")
+    if one:
+        lines.append(f"{one['chunks']} chunks on one stream took {fmt_ratio(one['median_s'] / serial['median_s'], 2)} "
+                     "the one-chunk time: chunking alone overlaps nothing.")
+    if page and page_piped:
+        lines.append(f"Pipelined from pageable memory ran {fmt_ratio(page['median_s'] / page_piped['median_s'], 2)} "
+                     f"faster than serial from pageable memory, and {fmt_ratio(page_piped['vs_ideal'], 2)} the "
+                     "ideal bound: most of the overlap is lost.")
+    if piped:
+        lines.append(f"Pipelined from pinned memory ran {fmt_ratio(serial['median_s'] / piped['median_s'], 2)} "
+                     f"faster than serial, {fmt_ratio(piped['vs_ideal'], 2)} the ideal bound.")
+    return text + ("\n\n" + "\n".join(f"- {x}" for x in lines) if lines else "")
+
+
+def _best_pipelined(g: dict) -> dict | None:
+    return min((r for r in g["rows"] if r["pinned"] and r["streams"] > 1), key=lambda r: r["median_s"],
+               default=None)
+
+
+@pages.renderer("profiling", "target")
+def target(slug: str, data: dict) -> str:
+    """The chapter's target, met or missed: the pipelined job within 1.2x of its ideal bound."""
+    g = _gpu(data)
+    piped = _best_pipelined(g)
+    best = min(g["sweep"], key=lambda s: s["vs_ideal"])
+    tied = [s["chunks"] for s in g["sweep"] if fmt_ratio(s["vs_ideal"], 2) == fmt_ratio(best["vs_ideal"], 2)]
+    met = best["vs_ideal"] <= TARGET_VS_IDEAL or (piped is not None and piped["vs_ideal"] <= TARGET_VS_IDEAL)
+    where = " and ".join(str(c) for c in tied)
+    verdict = "**met**" if met else "**missed**"
+    text = (f"Target: the pipelined job within {fmt_ratio(TARGET_VS_IDEAL, 1)} of its ideal bound: {verdict}. ")
+    if piped:
+        text += (f"The run of the table above ({piped['chunks']} chunks on {piped['streams']} streams) took "
+                 f"{fmt_ratio(piped['vs_ideal'], 2)} the bound; ")
+    text += (f"the best of the sweep, {fmt_ratio(best['vs_ideal'], 2)} at {where} chunks "
+             f"({fmt_time(best['median_s'])} against {fmt_time(g['ideal_s'])}).")
+    stage = {st["name"]: st["median_s"] for st in g["stages"]}
+    if piped and g["copy_engines"] >= 2 and all(k in stage for k in ("copy in, pinned", "kernel", "copy out, pinned")):
+        from .pipeline import makespan, model_timeline
+        t_in, t_k, t_out = stage["copy in, pinned"], stage["kernel"], stage["copy out, pinned"]
+        model = makespan(model_timeline(piped["chunks"], t_in, t_k, t_out, pipelined=True))
+        text += (f"\n\nFill and drain alone: the schedule of an ideal GPU (one copy engine per direction, "
+                 f"each step as fast as when it ran alone, {piped['chunks']} equal chunks) would end at "
+                 f"{fmt_time(model)}, {fmt_ratio(model / g['ideal_s'], 2)} the bound. The measured run took "
+                 f"{fmt_time(piped['median_s'] - model)} longer than that schedule; what that time went to was "
+                 "not measured.")
+    return text
 
 
 @pages.renderer("profiling", "sweep")
@@ -77,9 +135,21 @@ def managed(slug: str, data: dict) -> str:
         rows.append([r["name"], fmt_time(r["in_and_kernel_s"]), fmt_time(r["back_s"]),
                      fmt_time(r["median_s"]), fmt_ratio(r["median_s"] / pinned["median_s"], 2)])
     same = "the same array" if m["n"] == g["n"] else f"the first {m['n']:,} elements"
-    return (f"On {same} ({fmt_num(m['bytes'] / 2**30, 2)} GiB):\n\n"
+    text = (f"On {same} ({fmt_num(m['bytes'] / 2**30, 2)} GiB):\n\n"
             + table(["managed memory", "data to GPU + kernel", "result back to host", "total",
                      "vs serial pinned copies"], rows))
+    ok = {r["name"]: r for r in m["rows"] if "error" not in r}
+    faults, pre = ok.get("managed, page faults"), ok.get("managed, prefetched")
+    out = next((st for st in g["stages"] if st["name"] == "copy out, pinned"), None)
+    if faults and pre:
+        text += (f"\n\nPrefetching made the job {fmt_ratio(faults['median_s'] / pre['median_s'], 2)} faster; "
+                 f"it still took {fmt_ratio(pre['median_s'] / pinned['median_s'], 2)} the serial job with "
+                 "explicit copies from pinned memory.")
+        if out and m["n"] == g["n"]:
+            text += (f" Its way back (prefetch to the host, then the host's reads) took {fmt_time(pre['back_s'])}, "
+                     f"against {fmt_time(out['median_s'])} for a pinned copy out of the same bytes; what the "
+                     "difference is spent on was not measured.")
+    return text
 
 
 @pages.renderer("profiling", "baseline")
@@ -104,24 +174,59 @@ def baseline(slug: str, data: dict) -> str:
     return head + table(["where", "elements", "time", "million elements/s"], rows)
 
 
+def kernel_name(full: str, width: int = 48) -> str:
+    """A kernel's demangled name without return type, template arguments and parameters."""
+    name = full.replace("(anonymous namespace)::", "")
+    name = name[5:] if name.startswith("void ") else name
+    for stop in ("<", "("):
+        if stop in name:
+            name = name[:name.index(stop)]
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+#: the names of the ranges opened around each phase of the training step (not kernels)
+PHASES = ("step", "forward", "backward", "optimizer")
+
+
 @pages.renderer("profiling", "torch")
 def torch_view(slug: str, data: dict) -> str:
     t = _gpu(data)["torch"]
     if "error" in t:
         return f"The PyTorch profiler did not run here: `{t['error']}`"
-    rows = [[f"`{k['name'][:70]}`", k["calls"], fmt_time(k["device_us"] / 1e6 / t["steps"]),
-             f"{100 * k['share']:.1f} %", f"{100 * k['device_us'] / t['span_us']:.1f} %"]
-            for k in t["kernels"][:8]]
-    phases = [[name, fmt_time(p["cpu_us"] / 1e6 / t["steps"]), fmt_time(p["device_us"] / 1e6 / t["steps"])]
-              for name, p in t["phases"].items() if name != "step"]
-    return (f"{t['steps']} training steps, batch {t['batch']} of {t['image_size']}x{t['image_size']} "
-            f"images, {t['kernel_count'] // t['steps']} GPU operations per step. The GPU was busy "
-            f"**{100 * t['busy']:.0f} %** of the profiled span ({fmt_time(t['span_us'] / 1e6 / t['steps'])} "
-            f"per step).\n\n"
-            + table(["kernel (top by GPU time)", "calls", "GPU time per step", "share of GPU time",
-                     "share of the step"], rows)
-            + "\n\n" + table(["phase (record_function / NVTX range)", "host time per step",
-                              "GPU time per step"], phases))
+    steps, span = t["steps"], t["span_us"]
+    ranges = [k for k in t["kernels"] if k["name"] in PHASES]
+    kernels = [k for k in t["kernels"] if k["name"] not in PHASES]
+    seen: dict[str, int] = {}
+    rows = []
+    for k in kernels[:8]:
+        name = kernel_name(k["name"])
+        seen[name] = seen.get(name, 0) + 1
+        shown = name if seen[name] == 1 else f"{name} (variant {seen[name]})"
+        rows.append([f"`{shown}`", k["calls"], fmt_time(k["device_us"] / 1e6 / steps),
+                     f"{100 * k['device_us'] / span:.1f} %"])
+    text = (f"{steps} training steps, batch {t['batch']} of {t['image_size']}x{t['image_size']} images, "
+            f"{fmt_time(span / 1e6 / steps)} per step.\n\n"
+            + table(["kernel (top by GPU time)", "calls", "GPU time per step", "share of the step"], rows))
+    if ranges:
+        # the device events summed, less the ranges among them: the kernels' and copies' own time
+        # (an upper bound: a range the record's top ten left out would still be in the sum)
+        own = t["device_us"] - sum(k["device_us"] for k in ranges)
+        names = ", ".join(f"`{k['name']}`" for k in ranges)
+        text += (f"\n\nThe record's device events also hold the range {names} "
+                 f"({fmt_time(sum(k['device_us'] for k in ranges) / 1e6 / steps)} per step): the profiler put "
+                 "the range itself on the GPU's timeline. It is not a kernel and is left out of the table. "
+                 f"The recorded union of device intervals covered {100 * t['busy']:.0f} % of the span, but it "
+                 "includes that range, and so counts the gaps between the phase's kernels as busy. The kernels "
+                 f"and copies themselves add up to at most **{100 * own / span:.0f} %** of the span: the GPU "
+                 "was idle at least the rest of the time.")
+    else:
+        text += f"\n\nThe GPU was busy **{100 * t['busy']:.0f} %** of the profiled span."
+    empty = [name for name, p in t.get("phases", {}).items() if name != "step" and not p.get("cpu_us")]
+    if empty:
+        text += (f"\n\nThe record's per-phase totals are not shown: the entries of "
+                 f"{' and '.join(f'`{n}`' for n in empty)} hold no host time at all, which cannot be true of "
+                 "a phase that launched kernels, so they do not measure what their names say.")
+    return text
 
 
 # ================================================================ profiles.json
@@ -133,26 +238,60 @@ def _profiles(data: dict) -> list[dict]:
     return rows
 
 
+#: the targets' names in the page's tables (their full labels are in the record)
+SHORT = {"vector-add-numba": "vector add, numba", "vector-add-numba-x4": "vector add, numba, 4 loads",
+         "vector-add-cupy-raw": "vector add, CuPy raw", "vector-add-cupy-elementwise": "vector add, CuPy elementwise",
+         "matmul-warptile": "matmul warptile (CUDA C)", "ladder-softmax-numba": "softmax, numba (ladder)",
+         "why-gpus-horner": "Horner, numba (why GPUs)"}
+
+
+def _name(r: dict) -> str:
+    return SHORT.get(r.get("name"), r["label"])
+
+
 def _pct(v) -> str:
     return "-" if v is None else f"{v:.1f} %"
+
+
+def _other(name: str, slug: str) -> dict | None:
+    """The same machine's record of another chapter's results ``name``, or None."""
+    found = results.load(name).get(slug)
+    return pages.Record(found) if found else None
+
+
+def _peak_tflops(slug: str) -> float | None:
+    """The FP32 peak (multiply-add) the why-GPUs chapter recorded for this machine."""
+    why = _other("why_gpus", slug)
+    gpu = (why or {}).get("hardware", {}).get("gpu") or {}
+    return gpu.get("peak_tflops")
+
+
+def _occupancy(r: dict) -> str:
+    a, t = r["achieved_occupancy_pct"], r.get("theoretical_occupancy_pct")
+    return "-" if a is None else f"{a:.0f} ({t:.0f})" if t is not None else f"{a:.0f}"
+
+
+def _bare(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
 
 
 @pages.renderer("profiles", "summary")
 def summary(slug: str, data: dict) -> str:
     rows = []
     for r in _profiles(data):
-        rows.append([r["label"], fmt_time(r["duration_s"]), fmt_num(r["dram_gbs"]), _pct(r["dram_pct"]),
-                     _pct(r["sm_pct"]), _pct(r["achieved_occupancy_pct"]),
-                     fmt_num(r["registers_per_thread"]), fmt_num(r.get("tflops"), 2) if r.get("tflops") else "-",
-                     (r["top_stalls"][0]["reason"].replace("_", " ") if r["top_stalls"] else "-")])
+        rows.append([_name(r), fmt_time(r["duration_s"]), _bare(r["dram_pct"]), _bare(r.get("memory_pct")),
+                     _bare(r["sm_pct"]), _occupancy(r),
+                     fmt_num(r.get("tflops"), 2) if r.get("tflops") else "-"])
     failed = data["gpu"]["failed"]
     note = ("\n\nNot profiled: " + "; ".join(f"{f['label']} ({f['error']})" for f in failed)) if failed else ""
     p = data["gpu"]
-    return (table(["kernel", "duration", "DRAM GB/s", "DRAM % of peak", "SM % of peak",
-                   "achieved occupancy", "registers / thread", "TFLOP/s (counted)", "top warp stall"], rows)
+    return (table(["kernel", "duration", "DRAM %", "memory %", "SM %", "occupancy %", "TFLOP/s"], rows)
+            + "\n\nDRAM, memory (its busiest unit) and SM in % of their peak; occupancy achieved (and "
+              "theoretical) in % of the warp slots."
             + f"\n\nNsight Compute {p['ncu_version'] or ''}, sections {', '.join(p['sections'])}, clocks "
               f"left as they were (`--clock-control none`); the launch after {p['warmup_launches']} "
-              f"earlier ones." + note)
+              f"earlier ones. TFLOP/s are the FLOPs the work needs, counted from the code, over ncu's "
+              f"duration." + note)
 
 
 @pages.renderer("profiles", "stalls")
@@ -160,10 +299,22 @@ def stalls(slug: str, data: dict) -> str:
     rows = []
     for r in _profiles(data):
         top = ", ".join(f"{s['reason'].replace('_', ' ')} {s['cycles_per_issue']:.1f}" for s in r["top_stalls"][:3])
-        rows.append([r["label"], fmt_num(r["cycles_per_issue"], 1), top or "-",
+        rows.append([_name(r), fmt_num(r["cycles_per_issue"], 1), top or "-",
                      fmt_num(r["bank_conflicts"]) if r["bank_conflicts"] is not None else "-"])
     return table(["kernel", "cycles between a warp's instructions", "top stall reasons (cycles each)",
                   "shared-memory bank conflicts"], rows)
+
+
+#: of the 12 bytes per element a vector add moves, the share that is loaded (x and y; out is stored)
+LOADED_SHARE = 8 / 12
+
+
+def _dram_latency_ns(slug: str) -> float | None:
+    """The unloaded device-memory load latency the GPU-anatomy chapter measured (pointer chase)."""
+    anatomy = _other("gpu_anatomy", slug)
+    rows = (anatomy or {}).get("latency", {}).get("rows") or []
+    row = next((r for r in rows if "device memory" in r["name"]), None)
+    return row["latency_ns"] if row else None
 
 
 @pages.renderer("profiles", "littles-law")
@@ -171,25 +322,43 @@ def littles_law(slug: str, data: dict) -> str:
     profiled = _profiles(data)
     gpu = data["machine"]["gpu"]
     slots = gpu["multiprocessors"] * gpu["max_threads_per_multiprocessor"]
+    dram_ns = _dram_latency_ns(slug)
     rows = []
     for r in profiled:
         if not r.get("in_flight_bytes_per_thread") or not r.get("achieved_occupancy_pct") or not r.get("dram_gbs"):
             continue
         threads = slots * r["achieved_occupancy_pct"] / 100
         flight = threads * r["in_flight_bytes_per_thread"]
-        latency = flight / (r["dram_gbs"] * 1e9)
-        rows.append([r["label"], r["in_flight_bytes_per_thread"], f"{threads:,.0f}",
-                     f"{flight / 2**20:.1f} MiB", fmt_num(r["dram_gbs"]), fmt_time(latency)])
+        read_gbs = r["dram_gbs"] * LOADED_SHARE
+        latency = flight / (read_gbs * 1e9)
+        row = [_name(r), r["in_flight_bytes_per_thread"], f"{threads:,.0f}", f"{flight / 2**20:.1f} MiB",
+               fmt_num(read_gbs), fmt_time(latency)]
+        if dram_ns:
+            row.append(fmt_ratio(latency / (dram_ns * 1e-9), 1))
+        rows.append(row)
     if not rows:
         raise NotRecorded("littles-law")
-    return table(["kernel", "bytes a thread loads before using them", "resident threads (achieved)",
-                  "bytes in flight if all wait at once", "DRAM GB/s (measured)",
-                  "latency that would explain it"], rows)
+    head = ["kernel", "bytes loaded per thread before use", "resident threads",
+            "bytes in flight, all waiting", "read GB/s", "latency it could absorb"]
+    text = table(head + (["vs one idle load"] if dram_ns else []), rows)
+    if dram_ns:
+        text += (f"\n\nOne load from device memory on an idle GPU took {dram_ns:,.0f} ns (a pointer chase in "
+                 "the [GPU anatomy chapter](gpu-anatomy.md#why-a-gpu-needs-many-warps-littles-law)). "
+                 "The last column is the latency each kernel could have absorbed at its measured bandwidth, "
+                 "in units of that idle latency.")
+    va = _other("vector_add", slug)
+    va_rows = {r["name"]: r for r in ((va or {}).get("gpu", {}).get("rows") or [])}
+    vec4, one = va_rows.get("CuPy RawKernel, float4 loads"), va_rows.get("CuPy RawKernel, 1 element/thread")
+    if vec4 and one and vec4.get("gbs") and one.get("gbs"):
+        text += (f"\n\nNot profiled here: the [vector-add chapter](vector-add.md)'s `float4` RawKernel, whose "
+                 f"threads load 16 bytes per instruction, moved {fmt_num(vec4['gbs'])} GB/s there (timed with "
+                 f"CUDA events) against {fmt_num(one['gbs'])} GB/s for the one-element RawKernel in the same run.")
+    return text
 
 
 @pages.renderer("profiles", "bytes")
 def counted_bytes(slug: str, data: dict) -> str:
-    rows = [[r["label"], fmt_num(r["counted_bytes"] / 1e6), fmt_num(r["dram_bytes"] / 1e6) if r["dram_bytes"] else "-",
+    rows = [[_name(r), fmt_num(r["counted_bytes"] / 1e6), fmt_num(r["dram_bytes"] / 1e6) if r["dram_bytes"] else "-",
              fmt_ratio(r["dram_bytes"] / r["counted_bytes"], 2) if r["dram_bytes"] else "-"]
             for r in _profiles(data)]
     return table(["kernel", "MB the work needs (counted)", "MB DRAM moved (ncu)", "ratio"], rows)
@@ -218,22 +387,119 @@ STALL_MEANING = {
 }
 
 
+#: Nsight Compute's rule of thumb: below this share of both the compute and the memory peak
+#: (``sm__throughput`` and ``gpu__compute_memory_throughput``), "typically latency issues"
+LATENCY_BELOW_PCT = 60
+#: and at or above this share of either, "high throughput": the unit is near its limit
+HIGH_PCT = 80
+
+
 @pages.renderer("profiles", "readings")
 def readings(slug: str, data: dict) -> str:
-    """Nsight Compute's rule of thumb applied to each kernel: below 60 % of both the memory and
-    the compute peak, a kernel is limited by latency; and what its warps waited for most."""
+    """Nsight Compute's rule of thumb applied to each kernel (below 60 % of both the busiest memory
+    unit's and the multiprocessors' peak: latency), with the useful work it did next to it."""
+    peak = _peak_tflops(slug)
     lines = []
     for r in _profiles(data):
-        dram, sm = r["dram_pct"] or 0.0, r["sm_pct"] or 0.0
-        if dram >= 60 and dram >= sm:
-            verdict = f"near the memory limit (DRAM {dram:.0f} % of peak)"
-        elif sm >= 60:
-            verdict = f"near the multiprocessors' limit (SM {sm:.0f} % of peak)"
+        mem = r.get("memory_pct") if r.get("memory_pct") is not None else r["dram_pct"]
+        mem, sm, dram = mem or 0.0, r["sm_pct"] or 0.0, r["dram_pct"] or 0.0
+        if mem < LATENCY_BELOW_PCT and sm < LATENCY_BELOW_PCT:
+            verdict = (f"below {LATENCY_BELOW_PCT} % of both peaks (memory {mem:.0f} %, SM {sm:.0f} %): by "
+                       "Nsight Compute's rule of thumb, limited by latency")
+        elif mem >= sm:
+            where = "DRAM" if abs(mem - dram) < 0.5 else "its busiest memory unit"
+            side = "near the memory limit" if mem >= HIGH_PCT else "memory side busier"
+            verdict = f"{side}: {where} at {mem:.0f} % of peak (SM {sm:.0f} %)"
         else:
-            verdict = (f"below 60 % of both peaks (DRAM {dram:.0f} %, SM {sm:.0f} %): by Nsight "
-                       "Compute's rule of thumb, limited by latency")
+            side = "near the multiprocessors' limit" if sm >= HIGH_PCT else "multiprocessors busier"
+            verdict = f"{side}: SM at {sm:.0f} % of peak (memory {mem:.0f} %, DRAM {dram:.0f} %)"
+        useful = ""
+        if sm > mem and r.get("tflops") and peak:
+            useful = f"; its counted FLOPs ran at {100 * r['tflops'] / peak:.1f} % of the FP32 peak"
+        elif r.get("counted_gbs"):
+            useful = f"; the bytes its work needs moved at {fmt_num(r['counted_gbs'])} GB/s"
         stall = r["top_stalls"][0] if r["top_stalls"] else None
         why = (f"; its warps waited most for *{STALL_MEANING.get(stall['reason'], stall['reason'])}* "
                f"({stall['cycles_per_issue']:.1f} cycles per instruction issued)" if stall else "")
-        lines.append(f"- **{r['label']}**: {verdict}{why}.")
+        lines.append(f"- **{_name(r)}**: {verdict}{useful}{why}.")
     return "\n".join(lines)
+
+
+def _row(data: dict, name: str) -> dict:
+    r = next((r for r in _profiles(data) if r["name"] == name), None)
+    if r is None:
+        raise NotRecorded(name)
+    return r
+
+
+def _stalls(r: dict, count: int = 2) -> str:
+    shown = [s for s in r["top_stalls"] if s["reason"] != "selected"][:count]
+    return " and ".join(f"*{s['reason'].replace('_', ' ')}* ({s['cycles_per_issue']:.1f})" for s in shown)
+
+
+@pages.renderer("profiles", "matmul")
+def matmul_reading(slug: str, data: dict) -> str:
+    """The warptile matmul: what sets its occupancy, and what its stalls and bank conflicts say."""
+    r = _row(data, "matmul-warptile")
+    gpu = data["machine"]["gpu"]
+    regs, block = int(r["registers_per_thread"]), int(r["block_size"])
+    per_block = regs * block
+    fit = gpu["registers_per_multiprocessor"] // per_block
+    warps = fit * block // gpu["warp_size"]
+    shared = int(r["shared_per_block_bytes"] or 0)
+    by_shared = gpu["shared_memory_per_multiprocessor_bytes"] // shared if shared else None
+    peak = _peak_tflops(slug)
+    lines = [
+        f"- **Occupancy.** {regs} registers per thread x {block} threads = {per_block:,} registers per block; "
+        f"{fmt_num(gpu['registers_per_multiprocessor'])} per multiprocessor hold {fit} blocks, {warps} warps of "
+        f"{gpu['max_warps_per_multiprocessor']}: {100 * warps / gpu['max_warps_per_multiprocessor']:.0f} %, the "
+        f"theoretical occupancy ncu reports ({r['theoretical_occupancy_pct']:.0f} %; achieved "
+        f"{r['achieved_occupancy_pct']:.0f} %)."
+        + (f" Its {shared // 1024} KiB of shared memory per block would allow {by_shared}: the registers set the "
+           "limit." if by_shared and by_shared > fit else ""),
+        f"- **Few warps, yet busy.** A warp issued an instruction every {r['cycles_per_issue']:.1f} cycles on "
+        f"average; the schedulers issued in {r['issue_active_pct']:.0f} % of cycles, and the largest stall "
+        f"reasons are {_stalls(r)}: with {warps} warps per multiprocessor, there was mostly a ready warp. "
+        f"SM {r['sm_pct']:.0f} % of peak, its busiest memory unit {r['memory_pct']:.0f} %, DRAM "
+        f"{r['dram_pct']:.0f} %"
+        + (f"; its counted FLOPs ran at {fmt_num(r['tflops'], 1)} TFLOP/s, {100 * r['tflops'] / peak:.0f} % of the "
+           "FP32 peak." if peak and r.get("tflops") else "."),
+        f"- **Bank conflicts.** ncu counted {fmt_num(r['bank_conflicts'])} shared-memory bank conflicts in the "
+        f"launch, yet neither *short scoreboard* nor *mio throttle* (the waits for shared memory) is among "
+        f"its top {len(r['top_stalls'])} stall reasons. The record keeps no count of shared-memory accesses to "
+        "set the conflicts against, and no run without them: what removing them (padding or swizzling the "
+        "tiles) would gain is an open question.",
+    ]
+    return "\n".join(lines)
+
+
+@pages.renderer("profiles", "horner")
+def horner_reading(slug: str, data: dict) -> str:
+    """numba's Horner loop: its multiprocessors are busy, but little of their work is the counted
+    multiply-adds; and what the why-GPUs chapter's CUDA C kernel reached on the same work."""
+    r = _row(data, "why-gpus-horner")
+    peak = _peak_tflops(slug)
+    text = (f"numba's Horner kernel: SM **{r['sm_pct']:.1f} %** of peak, DRAM {r['dram_pct']:.1f} %, achieved "
+            f"occupancy {r['achieved_occupancy_pct']:.0f} %; the schedulers issued an instruction in "
+            f"{r['issue_active_pct']:.0f} % of cycles, a warp every {r['cycles_per_issue']:.1f} cycles, and its "
+            f"largest stall reasons are {_stalls(r)} (cycles per instruction issued). "
+            f"Its counted multiply-adds ran at {fmt_num(r['tflops'], 2)} TFLOP/s"
+            + (f", {100 * r['tflops'] / peak:.1f} % of the FP32 peak of {fmt_num(peak, 1)} TFLOP/s." if peak else "."))
+    why = _other("why_gpus", slug)
+    pk = (why or {}).get("poly_kernels") or {}
+    rows = pk.get("rows") or []
+    numba = next((x for x in rows if x.get("elems") is None), None)
+    best = max((x for x in rows if x.get("elems")), key=lambda x: x["tflops"], default=None)
+    if numba and numba.get("ptx", {}).get("fma"):
+        ptx = numba["ptx"]
+        text += (f" Its PTX, counted in the why-GPUs chapter, holds {ptx['fma']} multiply-adds and "
+                 f"{ptx['const_loads']} loads from constant memory"
+                 + (": a load for every multiply-add." if ptx["fma"] == ptx["const_loads"] else "."))
+    if best:
+        text += (f"\n\nThe fix is the [why-GPUs chapter's CUDA C kernel](why-gpus.md#predicting-the-ratio-from-the-hardware) "
+                 f"(unrolled, the coefficients as operands, {best['elems']} elements per thread): "
+                 f"**{fmt_num(best['tflops'], 1)} TFLOP/s** on the same polynomial there"
+                 + (f" ({best['pct_of_peak']:.0f} % of the FP32 peak)" if best.get("pct_of_peak") else "")
+                 + ", timed with CUDA events on its own arrays of "
+                 f"{pk['n']:,} elements. That kernel was not profiled.")
+    return text
