@@ -15,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
 
 #: the core's sub-commands; each chapter with a ``cli`` module (``gpukit.<slug>.cli``, from
 #: :data:`gpukit.results.CHAPTERS`) adds its own after these
@@ -33,6 +34,29 @@ class UserError(Exception):
     def __init__(self, message: str, prog: str = "gpukit"):
         super().__init__(message)
         self.prog = prog
+
+
+def check_output(path: str, suffixes: dict[str, str]) -> str:
+    """An output file a command is about to write: its suffix is one of ``suffixes`` (suffix ->
+    what such a file holds), its folder exists and can be written. Checked before any work, so
+    bad input costs nothing; raises :class:`UserError` with one line otherwise."""
+    if not path.lower().endswith(tuple(suffixes)):
+        kinds = " or ".join(f"{s} ({what})" if len(suffixes) > 1 else s for s, what in suffixes.items())
+        raise UserError(f"--out must name a {kinds} file, got {path!r}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UserError(f"cannot write {path!r}: folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise UserError(f"cannot write {path!r}: it is a folder")
+    try:  # the only sure test of writability is to write
+        fd, probe = tempfile.mkstemp(suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UserError(f"cannot write {path!r}: permission denied")
+    return path
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,6 +1,7 @@
 """The gpukit command: doctor, bench, and one-line errors for bad input."""
 
 import json
+import re
 
 import pytest
 
@@ -117,3 +118,18 @@ def test_save_never_replaces_a_richer_file(tmp_path, monkeypatch):
     assert len(stored["training"]["rows"]) == 3
     saved, _ = record.save_unless_poorer("cats_vs_dogs", target, one, root=tmp_path, force=True)
     assert saved and len(results.load("cats_vs_dogs", root=tmp_path)[device.gpu_slug()]["training"]["rows"]) == 1
+
+
+def test_check_output_refuses_before_any_work(tmp_path):
+    from gpukit.cli import UserError, check_output
+    ok = tmp_path / "a.json"
+    assert check_output(str(ok), {".png": "picture", ".json": "record"}) == str(ok)
+    assert not ok.exists()                                       # checked, nothing written
+    for path, needle in ((tmp_path / "a.txt", ".png (picture) or .json (record)"),
+                         (tmp_path / "no" / "a.png", "does not exist"),
+                         (tmp_path, "must name")):
+        with pytest.raises(UserError, match=re.escape(needle)):
+            check_output(str(path), {".png": "picture", ".json": "record"})
+    (tmp_path / "d.png").mkdir()
+    with pytest.raises(UserError, match="it is a folder"):
+        check_output(str(tmp_path / "d.png"), {".png": "picture"})

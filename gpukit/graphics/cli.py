@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 
+from .. import cli
 from ..cli import UserError, positive_int
 
 
@@ -20,22 +19,9 @@ def _seed(text: str) -> int:
     return value
 
 
-def check_output(path: str) -> None:
+def check_output(path: str) -> str:
     """The output must be a .png in a folder we can write to; checked before rendering."""
-    if not path.lower().endswith(".png"):
-        raise UserError(f"--out must name a .png file, got {path!r}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UserError(f"cannot write {path!r}: folder {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise UserError(f"cannot write {path!r}: it is a folder")
-    try:  # the only sure test of writability is to write
-        fd, probe = tempfile.mkstemp(suffix=".png.tmp", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-
+    return cli.check_output(path, {".png": "picture"})
 
 def register(sub) -> None:
     from .renderer import BACKENDS

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 import time
 
+from .. import cli
 from ..cli import UserError, positive_int
 
 # Working memory per pixel: the int32 output plus, for the NumPy and torch backends,
@@ -36,23 +36,7 @@ def check_fits(width: int, height: int, backend: str) -> None:
 
 def check_output(path: str) -> str:
     """The output must be a .png in a directory we can write to; fail before computing."""
-    if not path.lower().endswith(".png"):
-        raise UserError(f"--out must name a .png file, got {path!r}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UserError(f"cannot write {path!r}: directory {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise UserError(f"cannot write {path!r}: it is a directory")
-    try:  # the only sure test of writability is to write
-        fd, probe = tempfile.mkstemp(suffix=".png.tmp", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise UserError(f"cannot write {path!r}: permission denied")
-    return path
-
+    return cli.check_output(path, {".png": "picture"})
 
 def _float(text: str) -> float:
     try:

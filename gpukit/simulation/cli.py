@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import tempfile
 import time
 
+from .. import cli
 from ..cli import UserError, positive_int
 
 #: the largest --size of each model (memory: LBM 72 B per cell on a size x size/4 grid,
@@ -29,23 +28,7 @@ def _float(text: str) -> float:
 
 def check_output(path: str) -> str:
     """A .png or .json in a folder we can write to; checked before anything runs."""
-    if not path.lower().endswith((".png", ".json")):
-        raise UserError(f"--out must name a .png (picture) or .json (record) file, got {path!r}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UserError(f"cannot write {path!r}: directory {folder!r} does not exist")
-    if os.path.isdir(path):
-        raise UserError(f"cannot write {path!r}: it is a directory")
-    try:
-        fd, probe = tempfile.mkstemp(suffix=".tmp", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UserError(f"cannot write {path!r}: {exc.strerror or exc}") from None
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise UserError(f"cannot write {path!r}: permission denied")
-    return path
-
+    return cli.check_output(path, {".png": "picture", ".json": "record"})
 
 def register(sub) -> None:
     from .meta import BACKENDS, MODELS
