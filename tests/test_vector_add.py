@@ -166,3 +166,18 @@ def test_torch_cuda_and_device_mismatch():
     check_close(vector_add(tx, ty), ref)
     with pytest.raises(ValueError, match="is on"):
         vector_add(tx, torch.from_numpy(y))
+
+
+def test_bandwidth_plot_has_a_bar_per_implementation_and_the_copy_line():
+    import json
+
+    from gpukit.pages import Record
+    from gpukit.vector_add import views
+    from tests.helpers import ROOT
+    data = json.loads((ROOT / "results" / "nvidia-h200" / "vector_add.json").read_text())
+    svg = views._vector_add_gpu_plot("nvidia-h200", Record(data))
+    for r in data["gpu"]["rows"]:
+        if r["name"] != "device copy":
+            assert r["name"] in svg and f"{r['gbs']:,.0f}" in svg
+    copy = next(r["gbs"] for r in data["gpu"]["rows"] if r["name"] == "device copy")
+    assert f"device copy {copy:,.0f} GB/s" in svg

@@ -20,6 +20,39 @@ def _vector_add_gpu(slug: str, data: dict) -> str:
                          "% of torch.add"], rows) + host_bound_note(g["rows"])
 
 
+@renderer("vector_add", "gpu-plot")
+def _vector_add_gpu_plot(slug: str, data: dict) -> str:
+    """The same rows as bars: how close each implementation gets to a plain device copy."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .. import pages
+    g = data["gpu"]
+    rows = [r for r in g["rows"] if r.get("gbs")]
+    copy = next((r["gbs"] for r in rows if r["name"] == "device copy"), None)
+    rows = [r for r in rows if r["name"] != "device copy"]
+    with plt.rc_context({"svg.fonttype": "none", "font.size": 10}):
+        fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(rows) + 1.1), dpi=100)
+        ys = range(len(rows))[::-1]
+        ax.barh(list(ys), [r["gbs"] for r in rows], color="#2e7d32", height=0.6)
+        for y, r in zip(ys, rows):
+            ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + (" †" if r.get("host_bound") else "") + " ",
+                    va="center", ha="right", fontsize=9, color="white")
+        ax.set_yticks(list(ys), [r["name"] for r in rows])
+        if copy:
+            ax.axvline(copy, color="#d32f2f", linestyle="--", linewidth=1.2)
+            ax.text(copy, len(rows) - 0.4, f"device copy {copy:,.0f} GB/s ", ha="right", va="bottom",
+                    color="#d32f2f", fontsize=9)
+        ax.set_xlim(0, max(r["gbs"] for r in rows + ([{"gbs": copy}] if copy else [])) * 1.22)
+        ax.set_ylim(-0.6, len(rows) + 0.1)
+        ax.set_xlabel(f"GB/s: three arrays of {g['n']:,} float32 per add\n{pages.plot_title(data)}")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        fig.tight_layout()
+    return '<figure class="gpukit-plot">\n' + pages.svg(fig) + "\n</figure>"
+
+
 @renderer("vector_add", "copies")
 def _vector_add_copies(slug: str, data: dict) -> str:
     g = data["gpu"]
