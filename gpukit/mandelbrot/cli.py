@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import time
 
 from .. import cli
-from ..cli import UserError, positive_int
+from ..cli import UserError, finite_float, positive_int
 
 # Working memory per pixel: the int32 output plus, for the NumPy and torch backends,
 # about a dozen float64 arrays of the same shape (z, c, squares, masks, temporaries).
@@ -38,16 +36,6 @@ def check_output(path: str) -> str:
     """The output must be a .png in a directory we can write to; fail before computing."""
     return cli.check_output(path, {".png": "picture"})
 
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
 def register(sub) -> None:
     from .meta import BACKENDS, DEFAULT_BOUNDS
     p = sub.add_parser("mandelbrot", help="render the Mandelbrot set to a PNG, timed",
@@ -57,7 +45,7 @@ def register(sub) -> None:
     p.add_argument("--max-iter", type=positive_int, default=256)
     p.add_argument("--backend", choices=BACKENDS, default="numba-cpu")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
-    p.add_argument("--bounds", type=_float, nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
+    p.add_argument("--bounds", type=finite_float, nargs=4, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
                    default=list(DEFAULT_BOUNDS))
     p.add_argument("--cmap", default="magma", help="a matplotlib colormap (default: magma)")
     p.add_argument("--out", required=True, help="the PNG to write")

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import time
 
 from .. import cli
-from ..cli import UserError, positive_int
+from ..cli import UserError, finite_float, positive_int
 
 #: the largest --size of each model (memory: LBM 72 B per cell on a size x size/4 grid,
 #: heat 8 B per cell on size x size; n-body's time grows as size^2)
 MAX_SIZE = {"lbm": 32768, "nbody": 1 << 20, "heat": 65536}
 MIN_SIZE = {"lbm": 16, "nbody": 1, "heat": 3}
-
-
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 def check_output(path: str) -> str:
@@ -41,10 +29,10 @@ def register(sub) -> None:
     p.add_argument("--steps", type=positive_int, default=None, help="time steps")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="numba-cuda (default with a GPU) or cpu (all cores)")
-    p.add_argument("--tau", type=_float, default=None, help="lbm: relaxation time (> 0.5)")
-    p.add_argument("--reynolds", type=_float, default=150.0, help="lbm: Reynolds number (sets tau)")
-    p.add_argument("--r", type=_float, default=0.25, help="heat: diffusion number alpha dt/dx^2 (<= 0.25)")
-    p.add_argument("--dt", type=_float, default=1e-3, help="nbody: time step")
+    p.add_argument("--tau", type=finite_float, default=None, help="lbm: relaxation time (> 0.5)")
+    p.add_argument("--reynolds", type=finite_float, default=150.0, help="lbm: Reynolds number (sets tau)")
+    p.add_argument("--r", type=finite_float, default=0.25, help="heat: diffusion number alpha dt/dx^2 (<= 0.25)")
+    p.add_argument("--dt", type=finite_float, default=1e-3, help="nbody: time step")
     p.add_argument("--out", required=True, help="a .png picture or a .json record")
     p.set_defaults(func=_main)
 
