@@ -87,11 +87,12 @@ def first_call_profile(slug: str, data: dict) -> str:
     prof = next((c["first_call_profile"] for c in p.get("cache", []) if "first_call_profile" in c), None)
     if prof is None:
         raise pages.NotRecorded("first_call_profile")
-    rows = [[f"`{r['function']}`", f"{r['calls']:,}", fmt_time(r["cumulative_s"]), fmt_time(r["own_s"])]
-            for r in prof["cumulative"]]
+    rows = [[f"`{r['function'].replace('numba_cuda/numba/cuda/', '')}`", f"{r['calls']:,}",
+             fmt_time(r["cumulative_s"]), fmt_time(r["own_s"])] for r in prof["cumulative"]]
     return (f"The first call from a warm cache, run under Python's profiler: {fmt_time(prof['wall_s'])} "
             "in all (the profiler adds its own overhead). The functions it spent the most time in, "
-            "each with the functions it called, outermost first:\n\n"
+            "each with the functions it called, outermost first (numba-cuda's files under "
+            "`numba_cuda/numba/cuda/`):\n\n"
             + table(["function", "calls", "with its callees", "in itself"], rows, "lrrr")
             + _typing_share(prof))
 

@@ -32,22 +32,24 @@ def _vector_add_gpu_plot(slug: str, data: dict) -> str:
     rows = [r for r in g["rows"] if r.get("gbs")]
     copy = next((r["gbs"] for r in rows if r["name"] == "device copy"), None)
     rows = [r for r in rows if r["name"] != "device copy"]
-    with plt.rc_context({"svg.fonttype": "none", "font.size": 10}):
-        fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(rows) + 1.1), dpi=100)
-        ys = range(len(rows))[::-1]
-        ax.barh(list(ys), [r["gbs"] for r in rows], color="#2e7d32", height=0.6)
-        for y, r in zip(ys, rows):
+    with plt.rc_context({"svg.fonttype": "none", "font.size": 11}):
+        # each name above its bar, not beside it: the plot keeps its width on a phone
+        fig, ax = plt.subplots(figsize=(5.2, 0.62 * len(rows) + 1.3), dpi=100)
+        top = max(r["gbs"] for r in rows + ([{"gbs": copy}] if copy else []))
+        for y, r in enumerate(rows):
+            ax.barh(y, r["gbs"], color="#2e7d32", height=0.45)
+            ax.text(0, y - 0.3, r["name"], va="bottom", fontsize=11)
             ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + (" †" if r.get("host_bound") else "") + " ",
-                    va="center", ha="right", fontsize=9, color="white")
-        ax.set_yticks(list(ys), [r["name"] for r in rows])
+                    va="center", ha="right", fontsize=10, color="white")
         if copy:
             ax.axvline(copy, color="#d32f2f", linestyle="--", linewidth=1.2)
-            ax.text(copy, len(rows) - 0.4, f"device copy {copy:,.0f} GB/s ", ha="right", va="bottom",
-                    color="#d32f2f", fontsize=9)
-        ax.set_xlim(0, max(r["gbs"] for r in rows + ([{"gbs": copy}] if copy else [])) * 1.22)
-        ax.set_ylim(-0.6, len(rows) + 0.1)
+            ax.text(copy, -0.95, f"device copy {copy:,.0f} GB/s", ha="center", va="bottom",
+                    color="#d32f2f", fontsize=10)
+        ax.set_xlim(0, top * 1.08)
+        ax.set_ylim(len(rows) - 0.5, -1.0)
+        ax.set_yticks([])
         ax.set_xlabel(f"GB/s: three arrays of {g['n']:,} float32 per add\n{pages.plot_title(data)}")
-        for side in ("top", "right"):
+        for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
         fig.tight_layout()
     return '<figure class="gpukit-plot">\n' + pages.svg(fig) + "\n</figure>"
