@@ -197,8 +197,8 @@ THREADS_PER_BLOCK = 256
 
 # --8<-- [start:cuda_c]
 # The same polynomial in CUDA C, written for the hardware: the coefficients sit in constant
-# memory and the degree loop is unrolled, so each coefficient becomes an operand of its FFMA
-# instruction instead of a load; each thread evaluates ELEMS elements, ELEMS independent chains
+# memory and the degree loop is unrolled, so the compiler can take each coefficient as an operand
+# of its FFMA instruction instead of a load; each thread evaluates ELEMS elements, ELEMS independent chains
 # of multiply-adds; indices are 32-bit.
 HORNER_CUDA_C = r"""
 __constant__ float coeffs[TERMS];
