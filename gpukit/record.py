@@ -24,9 +24,9 @@ import time
 from . import results
 
 #: time budgets (s) given to benchmarks that adapt to one (``GPUKIT_BENCH_BUDGET_S``): within
-#: ``gpukit results`` the training benchmark trains one seed and leaves out the recipe variants
-#: and torch.compile, to shorten the whole command (its file of three seeds is kept);
-#: ``gpukit bench cats-vs-dogs --save`` alone trains three seeds and the variants
+#: ``gpukit results`` the training benchmark trains one seed and leaves out torch.compile, to
+#: shorten the whole command (its file of three seeds is kept); ``gpukit bench cats-vs-dogs
+#: --save`` alone trains three seeds
 BUDGETS = {"cats-vs-dogs": 70}
 
 

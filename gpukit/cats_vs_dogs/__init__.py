@@ -1,7 +1,9 @@
 """Training a cats-vs-dogs network on the GPU: data, model, training loop, command line.
 
-* :mod:`gpukit.cats_vs_dogs.data` finds the photos (four common layouts), decodes them once
-  and keeps them as uint8 tensors on the device, and augments batches there;
+* :mod:`gpukit.cats_vs_dogs.photos` finds the photos (four common layouts) and decodes them,
+  without torch, so that ``gpukit train`` decodes while torch is being imported;
+* :mod:`gpukit.cats_vs_dogs.data` keeps them as uint8 tensors on the device and augments
+  batches there;
 * :mod:`gpukit.cats_vs_dogs.model` is a compact residual CNN trained from scratch;
 * :mod:`gpukit.cats_vs_dogs.loop` is the training loop (bf16 autocast, channels_last, a weight
   average) and :func:`fit`, which runs it;
@@ -24,7 +26,7 @@ __all__, __getattr__ = lazy_api(__name__, {
     "pick_device": "loop", "EMA": "loop",
     "Interrupted": "run", "format_report": "run",
     "load_for_inference": "checkpoint", "save_checkpoint": "checkpoint", "load_checkpoint": "checkpoint",
-    "default_data_dir": "data", "find_dataset": "data", "prepare_eval": "data", "augment": "data",
-    "DataError": "data",
+    "default_data_dir": "photos", "find_dataset": "photos", "prepare_eval": "data", "augment": "data",
+    "DataError": "photos",
     "CatDogNet": "model",
 })

@@ -1,247 +1,21 @@
-"""Cats and dogs photos: find them, decode them once, keep them on the GPU, augment there.
-
-Four layouts are understood:
-
-* ``cats_and_dogs_filtered``: ``train/{cats,dogs}`` and ``validation/{cats,dogs}``;
-* Microsoft's ``PetImages/{Cat,Dog}`` (no split: a seeded, stratified one is made);
-* Kaggle's flat ``train/cat.N.jpg`` / ``train/dog.N.jpg`` naming (seeded split);
-* torchvision's ``OxfordIIITPet`` with ``target_types="binary-category"`` (downloads itself).
-
-Unreadable, zero-byte, truncated and non-image files are skipped and counted.
-"""
+"""Cats and dogs photos kept on the GPU and augmented there (finding and decoding them:
+:mod:`gpukit.cats_vs_dogs.photos`, whose names are importable from here too)."""
 
 from __future__ import annotations
 
 import functools
 import math
-import os
-import random
-import re
 import time
-import warnings
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
 
-#: The two classes, in label order.
-CLASSES = ["cat", "dog"]
-_ALIASES = {"cat": 0, "cats": 0, "dog": 1, "dogs": 1}
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp"}
-#: ImageNet channel statistics, in 0..255 units (also right for photos in general).
-MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
-
-
-class DataError(ValueError):
-    """The data directory is missing, empty, or not in a layout we understand."""
-
-
-def default_data_dir() -> Path | None:
-    """$GPUKIT_CATS_DOGS, else .data/ in the project, else ../shared/data/ beside it."""
-    env = os.environ.get("GPUKIT_CATS_DOGS")
-    if env:
-        return Path(env)
-    project = Path(__file__).resolve().parents[2]
-    for cand in (project / ".data" / "cats_and_dogs_filtered_160",
-                 project.parent / "shared" / "data" / "cats_and_dogs_filtered_160"):
-        if cand.is_dir():
-            return cand
-    return None
-
-
-@dataclass
-class Split:
-    paths: list[str] = field(default_factory=list)
-    labels: list[int] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def counts(self) -> list[int]:
-        return [self.labels.count(i) for i in range(len(CLASSES))]
-
-
-@dataclass
-class Dataset:
-    root: str
-    layout: str
-    train: Split
-    val: Split
-    classes: list[str] = field(default_factory=lambda: list(CLASSES))
-
-
-# --------------------------------------------------------------------- layouts
-
-def _images_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in IMAGE_SUFFIXES)
-
-
-def _class_dirs(folder: Path) -> dict[int, Path]:
-    found: dict[int, Path] = {}
-    for p in sorted(folder.iterdir()):
-        label = _ALIASES.get(p.name.lower())
-        if p.is_dir() and label is not None and label not in found:
-            found[label] = p
-    return found
-
-
-def _gather_class_dirs(folder: Path) -> Split:
-    dirs = _class_dirs(folder)
-    split = Split()
-    for label, name in enumerate(CLASSES):
-        if label not in dirs:
-            raise DataError(f"class {name!r} is missing: no folder {name}s/ (or {name}/, "
-                            f"{name.capitalize()}/) in {folder}")
-        files = _images_in(dirs[label])
-        if not files:
-            raise DataError(f"class {name!r} is empty: no image files in {dirs[label]}")
-        split.paths += [str(f) for f in files]
-        split.labels += [label] * len(files)
-    return split
-
-
-_KAGGLE = re.compile(r"^(cat|dog)[._-]", re.I)
-
-
-def _gather_flat(folder: Path) -> Split | None:
-    split = Split()
-    for f in _images_in(folder):
-        m = _KAGGLE.match(f.name)
-        if m:
-            split.paths.append(str(f))
-            split.labels.append(_ALIASES[m.group(1).lower()])
-    if not split.paths:
-        return None
-    for label, name in enumerate(CLASSES):
-        if label not in split.labels:
-            raise DataError(f"class {name!r} is empty: no {name}.N.jpg files in {folder}")
-    return split
-
-
-def seeded_split(split: Split, val_fraction: float, seed: int) -> tuple[Split, Split]:
-    """Stratified train/validation split, the same for the same seed on every machine."""
-    if not 0 < val_fraction < 1:
-        raise DataError(f"the validation fraction must be between 0 and 1, got {val_fraction}")
-    train, val = Split(), Split()
-    rng = random.Random(seed)
-    for label in range(len(CLASSES)):
-        paths = sorted(p for p, y in zip(split.paths, split.labels) if y == label)
-        rng.shuffle(paths)
-        n_val = max(1, round(len(paths) * val_fraction)) if len(paths) > 1 else 0
-        val.paths += paths[:n_val]
-        val.labels += [label] * n_val
-        train.paths += paths[n_val:]
-        train.labels += [label] * (len(paths) - n_val)
-    return train, val
-
-
-def find_dataset(root: str | os.PathLike, *, val_fraction: float = 0.2, seed: int = 0) -> Dataset:
-    """Find the photos under ``root`` in any of the supported folder layouts."""
-    root = Path(root)
-    if not root.exists():
-        raise DataError(f"data directory not found: {root}")
-    if not root.is_dir():
-        raise DataError(f"not a directory: {root}")
-    base = root / "PetImages" if (root / "PetImages").is_dir() else root
-    train_dir = base / "train"
-    val_dir = next((base / v for v in ("validation", "val") if (base / v).is_dir()), None)
-    if train_dir.is_dir() and _class_dirs(train_dir):
-        train = _gather_class_dirs(train_dir)
-        if val_dir is not None:
-            return Dataset(str(root), "cats_and_dogs_filtered", train, _gather_class_dirs(val_dir))
-        train, val = seeded_split(train, val_fraction, seed)
-        return Dataset(str(root), "class folders, seeded split", train, val)
-    if _class_dirs(base):
-        train, val = seeded_split(_gather_class_dirs(base), val_fraction, seed)
-        return Dataset(str(root), "PetImages", train, val)
-    for folder in (train_dir, base):
-        if folder.is_dir():
-            flat = _gather_flat(folder)
-            if flat is not None:
-                train, val = seeded_split(flat, val_fraction, seed)
-                return Dataset(str(root), "kaggle flat", train, val)
-    raise DataError(f"no cat/dog photos found under {root}: expected train/ and validation/ "
-                    "with cats/ and dogs/, PetImages/Cat and PetImages/Dog, or cat.N.jpg/dog.N.jpg files")
-
-
-def oxford_pets(root: str | os.PathLike, *, download: bool = True) -> Dataset:
-    """torchvision's Oxford-IIIT Pet, cat vs dog labels ("binary-category"), needs the internet."""
-    from torchvision.datasets import OxfordIIITPet
-    sets = {}
-    for split in ("trainval", "test"):
-        ds = OxfordIIITPet(str(root), split=split, target_types="binary-category", download=download)
-        # binary-category: 0 = cat, 1 = dog, the same order as CLASSES
-        sets[split] = Split([str(p) for p in ds._images], [int(y) for y in ds._bin_labels])
-    return Dataset(str(root), "OxfordIIITPet", sets["trainval"], sets["test"])
-
-
-def limit(split: Split, per_class: int | None, seed: int = 0) -> Split:
-    """At most ``per_class`` images of each class (a seeded choice), for quick runs."""
-    if not per_class:
-        return split
-    rng = random.Random(seed)
-    out = Split()
-    for label in range(len(CLASSES)):
-        paths = [p for p, y in zip(split.paths, split.labels) if y == label]
-        if len(paths) > per_class:
-            paths = sorted(rng.sample(paths, per_class))
-        out.paths += paths
-        out.labels += [label] * len(paths)
-    return out
-
-
-# --------------------------------------------------------------------- decoding
-# --8<-- [start:decode]
-def load_image(path: str, size: int) -> np.ndarray:
-    """One photo as a ``size x size x 3`` uint8 array: short side resized to ``size``, centre crop.
-
-    Raises OSError (or ValueError) for zero-byte, truncated and non-image files.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Possibly corrupt EXIF data" and friends
-        with Image.open(path) as im:
-            im.draft("RGB", (size, size))  # JPEG: let the decoder skip detail we would discard
-            im = im.convert("RGB")  # decodes now: a truncated file raises here
-    w, h = im.size
-    scale = size / min(w, h)
-    nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
-    if (nw, nh) != (w, h):
-        im = im.resize((nw, nh), Image.BILINEAR)
-    left, top = (nw - size) // 2, (nh - size) // 2
-    return np.array(im.crop((left, top, left + size, top + size)))  # writable: torch can wrap it
-
-
-def decode_all(paths: list[str], size: int, workers: int | None = None):
-    """Decode every photo with a thread pool (PIL releases the GIL while decoding).
-
-    Returns ``(images, ok, bad)``: a uint8 array ``(n_ok, size, size, 3)``, the indices of
-    the files that decoded, and ``(path, reason)`` for each one skipped.
-    """
-    workers = workers or min(32, os.cpu_count() or 1)
-
-    def one(path):
-        try:
-            return load_image(path, size), None
-        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
-            return None, f"{type(exc).__name__}: {exc}"
-
-    out = np.empty((len(paths), size, size, 3), dtype=np.uint8)
-    ok, bad = [], []
-    with ThreadPoolExecutor(workers) as pool:
-        for i, (img, err) in enumerate(pool.map(one, paths, chunksize=16)):
-            if err is None:
-                out[len(ok)] = img
-                ok.append(i)
-            else:
-                bad.append((paths[i], err))
-    return out[:len(ok)], ok, bad
-# --8<-- [end:decode]
+from .photos import (CLASSES, IMAGE_SUFFIXES, MEAN, STD, DataError, Dataset, Split,  # noqa: F401
+                     decode_all, default_data_dir, find_dataset, halves, limit, load_image,
+                     oxford_pets, seeded_split, store_bytes, store_size_for)
 
 
 @dataclass
@@ -255,10 +29,17 @@ class Store:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
+    def subset(self, idx: list[int]) -> "Store":
+        """The photos at ``idx`` (a copy on the same device)."""
+        at = torch.tensor(idx, dtype=torch.int64, device=self.labels.device)
+        return Store(self.images[at], self.labels[at], [self.paths[i] for i in idx])
 
-def build_store(split: Split, size: int, device, workers: int | None = None) -> tuple[Store, list]:
-    """Decode a split once and move it to ``device`` as uint8 NCHW; returns (store, skipped)."""
-    arr, ok, bad = decode_all(split.paths, size, workers)
+
+def build_store(split: Split, size: int, device, workers: int | None = None,
+                decoded: tuple | None = None) -> tuple[Store, list]:
+    """Decode a split once (or take ``decoded``, what :func:`decode_all` returned for it) and
+    move it to ``device`` as uint8 NCHW; returns (store, skipped)."""
+    arr, ok, bad = decoded if decoded is not None else decode_all(split.paths, size, workers)
     images = torch.from_numpy(arr).permute(0, 3, 1, 2).contiguous()
     labels = torch.tensor([split.labels[i] for i in ok], dtype=torch.int64)
     if torch.device(device).type == "cuda":
@@ -371,10 +152,6 @@ def stream_loader(split: Split, size: int, batch_size: int, *, workers: int, see
         _Files(split, size), batch_size=batch_size, shuffle=sampler is None, sampler=sampler,
         generator=g, num_workers=workers, collate_fn=_collate, pin_memory=torch.cuda.is_available(),
         drop_last=True, persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)
-
-
-def store_bytes(n_images: int, size: int) -> int:
-    return n_images * 3 * size * size
 
 
 def timed_store(split: Split, size: int, device, workers=None):

@@ -59,13 +59,14 @@ class TrainConfig:
     limit: int = 0               # at most this many photos per class and split (quick runs)
     tta: bool = True             # final evaluation averages the photo and its mirror image
     ema: float = 0.995           # average of the weights, evaluated and kept (decay per step; 0: off)
-    eval_every: int = 1
+    eval_every: int = 10         # evaluate (and checkpoint, and print a line) every N epochs and at the end
+    cudnn_benchmark: bool = False  # let cuDNN time its algorithms at the first step (see the chapter)
     chunk_images: int = 1024     # photos augmented per call, one chunk ahead on a side stream
     progress: bool = True
 
     def resolved(self) -> "TrainConfig":
         c = dataclasses.replace(self)
-        c.store_size = c.store_size or int(round(c.img_size * 1.25 / 8) * 8)
+        c.store_size = c.store_size or D.store_size_for(c.img_size)
         c.eval_size = c.eval_size or c.store_size
         return c
 
@@ -148,8 +149,9 @@ def evaluate(model, store: D.Store, size: int, *, amp, tta: bool = False) -> dic
     pred = logits.argmax(1)
     confusion = torch.zeros(2, 2, dtype=torch.int64, device=pred.device)
     confusion.index_put_((store.labels, pred), torch.ones_like(pred), accumulate=True)
-    return {"loss": loss, "acc": (pred == store.labels).float().mean().item(),
-            "confusion": confusion.cpu().tolist()}
+    right = (pred == store.labels)
+    return {"loss": loss, "acc": right.float().mean().item(), "confusion": confusion.cpu().tolist(),
+            "right": right.cpu().tolist()}
 
 
 class EMA:
@@ -299,6 +301,7 @@ class Training:
     start_step: int = 0          # ... and steps of the next one
     history: list = field(default_factory=list)  # one row per epoch
     trained_s: float = 0.0       # seconds spent in the steps, over all sessions
+    phases: dict = field(default_factory=dict)   # seconds of this session: "first step", "evaluation"
 
     def kept_model(self) -> nn.Module:
         """The network that is evaluated and kept: the weight average when there is one."""
@@ -322,6 +325,9 @@ def train_epochs(t: Training, batches, hooks: Hooks = Hooks()) -> list[dict]:
         started = time.perf_counter()
         for step, (x, y) in enumerate(feed, start=first):
             loss, right = train_step(t.net, t.opt, t.sched, x, y, criterion=t.criterion, amp=t.amp)
+            if "first step" not in t.phases:  # the first step loads kernels (and lets cuDNN choose)
+                sync(t.device)
+                t.phases["first step"] = time.perf_counter() - started
             if t.ema is not None:
                 t.ema.update(t.model)
             loss_sum += loss * len(y)  # summed on the device: no waiting for the GPU here
@@ -337,19 +343,23 @@ def train_epochs(t: Training, batches, hooks: Hooks = Hooks()) -> list[dict]:
                "images_per_s": seen * t.processes / seconds, "lr": t.opt.param_groups[0]["lr"],
                "partial": first > 0}
         if (epoch + 1) % t.eval_every == 0 or epoch + 1 == t.epochs:
+            t0 = time.perf_counter()
             ev = evaluate(t.kept_model(), t.val, t.eval_size, amp=t.amp)
             row.update(val_loss=ev["loss"], val_acc=ev["acc"])
+            t.phases["evaluation"] = t.phases.get("evaluation", 0.0) + time.perf_counter() - t0
         t.history.append(row)
         hooks.after_epoch(epoch, row)  # checkpoint, a line of output; Ctrl-C stops here
     return t.history
 # --8<-- [end:core_loop]
 
 
-def fit(cfg: TrainConfig, *, log=print, stores=None) -> dict:
-    """Train, checkpoint every epoch, evaluate; returns the final report (a plain dict).
+def fit(cfg: TrainConfig, *, log=print, stores=None, before: dict | None = None) -> dict:
+    """Train, checkpoint every ``eval_every`` epochs, evaluate; returns the final report (a dict).
 
     ``stores`` may pass already-decoded ``(train, val, skipped)`` stores (the benchmark
-    decodes once for several seeds). Raises :class:`~gpukit.cats_vs_dogs.run.Interrupted`
+    decodes once for several seeds), or photos being decoded since before torch was imported
+    (:class:`~gpukit.cats_vs_dogs.photos.Prepared`, what ``gpukit train`` does); ``before`` adds
+    the seconds of what came before this call to the report's ``phases``. Raises :class:`~gpukit.cats_vs_dogs.run.Interrupted`
     after saving a checkpoint when Ctrl-C (SIGINT) arrives.
     """
     t_start = time.perf_counter()
@@ -359,6 +369,6 @@ def fit(cfg: TrainConfig, *, log=print, stores=None) -> dict:
         t = run.setup(stores)  # data, model, optimiser, schedule; --resume
         with run.guard():  # Ctrl-C and SIGTERM; checkpoints written in the background
             train_epochs(t, run.batches, run)
-        return run.report(t, t_start)  # the final evaluation
+        return run.report(t, t_start, before)  # the final evaluation
     finally:
         run.close()

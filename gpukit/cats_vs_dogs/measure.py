@@ -2,16 +2,17 @@
 
 On a GPU, :func:`run` records (about 3-4 minutes on an H200):
 
-* ``training``: the full from-scratch recipe for several seeds, wall time including data
-  loading, validation accuracy, images/s, per-epoch curves and a confusion matrix, a
-  grid of validation photos with predictions (JPEG, base64), and (time allowing) seed 0
-  with twice the epochs and with a wider network;
+* ``training``: ``gpukit train`` with the from-scratch recipe, several seeds, each in a fresh
+  process: the time from the command's start to a trained model and where it went, the accuracy
+  on the selection and the test half of the validation photos, images/s, per-epoch curves, a
+  confusion matrix, a grid of validation photos with predictions (JPEG, base64); with two GPUs,
+  two runs at once; cuDNN's timed trial of algorithms against its rule; import times;
 * ``throughput``: a training step fed from the GPU-resident photos (index + augment)
   against the same step on synthetic data already on the GPU; torch.compile; and a
   typical tutorial pipeline (ImageFolder + PIL DataLoader, fp32, small CNN) timed
   in the same run;
-* ``decode``: JPEG decoding with PIL (one core, all cores), torchvision on the CPU, nvJPEG
-  on the GPU;
+* ``decode``: JPEG decoding with PIL (one core, threads, processes), torchvision on the CPU
+  (one thread, threads), nvJPEG on the GPU (with and without the resize to the stored square);
 * ``cpu_vs_gpu``: one epoch of the same model and batch on all CPU cores vs on the GPU.
 
 Without a GPU, :func:`run` does everything on the CPU on a tiny subset (to test the
@@ -111,35 +112,61 @@ def _tutorial_pipeline(data_dir: Path, size: int, device, epochs: int, limit: in
 
 
 def _decode(paths: list[str], size: int, device, errors: list) -> list[dict]:
-    """Images/s of each way of decoding the same JPEG files (bytes already in memory)."""
+    """Images/s of each way of decoding the same JPEG files to ``size x size`` (bytes already in
+    memory, except for the worker processes, which read their files)."""
     import torch
     import torchvision.io as tio
 
     from . import data as D
     blobs = [Path(p).read_bytes() for p in paths]
     rows = []
+    cores = os.cpu_count() or 1
 
-    def per_s(name, n, fn, note):
+    def per_s(name, n, fn, note, workers=1):
         fn()  # warm-up (thread pools, nvJPEG handles)
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
-        rows.append({"name": name, "median_s": dt / n, "images_per_s": n / dt, "n": n, "note": note})
+        rows.append({"name": name, "median_s": dt / n, "images_per_s": n / dt, "n": n, "note": note,
+                     "workers": workers})
 
     few = blobs[:min(len(blobs), 300)]
-    per_s("PIL, 1 core", len(few), lambda: [D.load_image(io.BytesIO(b), size) for b in few],
+    per_s("PIL, 1 thread", len(few), lambda: [D.load_image(io.BytesIO(b), size) for b in few],
           "decode + resize + centre crop")
     from concurrent.futures import ThreadPoolExecutor
-    cores = os.cpu_count() or 1
+    for k in sorted({min(4, cores), cores}):
+        def pil_threads(k=k):
+            with ThreadPoolExecutor(k) as pool:
+                list(pool.map(lambda b: D.load_image(io.BytesIO(b), size), blobs, chunksize=16))
+        per_s(f"PIL, {k} threads", len(blobs), pil_threads, "decode + resize + centre crop", k)
+    # Worker processes: forked only where torch is not loaded, as `gpukit train` does; here torch
+    # is loaded, so a fork server (a clean process) makes them, and its start is timed too.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-    def pil_pool():
-        with ThreadPoolExecutor(cores) as pool:
-            list(pool.map(lambda b: D.load_image(io.BytesIO(b), size), blobs, chunksize=16))
-    per_s(f"PIL, {cores} threads", len(blobs), pil_pool, "decode + resize + centre crop")
+    from .photos import _decode_chunk
+    workers = min(16, cores)
+
+    def pil_processes():
+        ctx = multiprocessing.get_context("forkserver")
+        step = -(-len(paths) // (4 * workers))
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            list(pool.map(_decode_chunk, [paths[k:k + step] for k in range(0, len(paths), step)],
+                          [size] * len(range(0, len(paths), step))))
+    _try("PIL processes", lambda: per_s(f"PIL, {workers} processes (started in the timing)", len(paths),
+                                        pil_processes, "read + decode + resize + centre crop", workers),
+         errors)
     tensors = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in blobs]
     _try("torchvision decode_jpeg cpu", lambda: per_s(
         "torchvision.io.decode_jpeg, CPU, 1 thread", len(few),
         lambda: [tio.decode_jpeg(t) for t in tensors[:len(few)]], "decode only"), errors)
+
+    def tv_threads():
+        with ThreadPoolExecutor(cores) as pool:
+            list(pool.map(tio.decode_jpeg, tensors, chunksize=16))
+    _try("torchvision decode_jpeg cpu threads", lambda: per_s(
+        f"torchvision.io.decode_jpeg, CPU, {cores} threads", len(tensors), tv_threads, "decode only",
+        cores), errors)
     if device.type == "cuda":
         def gpu():
             out = tio.decode_jpeg(tensors, device="cuda")
@@ -148,7 +175,33 @@ def _decode(paths: list[str], size: int, device, errors: list) -> list[dict]:
         _try("decode_jpeg cuda", lambda: per_s(
             f"torchvision.io.decode_jpeg, GPU (nvJPEG), batch of {len(tensors)}", len(tensors), gpu,
             "decode only; output stays on the GPU"), errors)
+
+        def gpu_square():
+            out = fit_square(tio.decode_jpeg(tensors, device="cuda"), size)
+            torch.cuda.synchronize()
+            return out
+        _try("decode_jpeg cuda + resize", lambda: per_s(
+            "nvJPEG, then resize + centre crop on the GPU, one photo at a time", len(tensors),
+            gpu_square, "decode + resize + centre crop"), errors)
     return rows
+
+
+def fit_square(images: list, size: int):
+    """Decoded CHW uint8 photos of any size (on one device) -> ``(N, 3, size, size)``: short side
+    resized to ``size`` (bilinear, antialiased), centre crop; like :func:`~.photos.load_image`."""
+    import torch
+    import torch.nn.functional as F
+    out = torch.empty(len(images), 3, size, size, dtype=torch.uint8, device=images[0].device)
+    for i, im in enumerate(images):
+        _, h, w = im.shape
+        scale = size / min(h, w)
+        nh, nw = max(size, round(h * scale)), max(size, round(w * scale))
+        if (nh, nw) != (h, w):
+            im = F.interpolate(im[None].float(), size=(nh, nw), mode="bilinear", antialias=True,
+                               align_corners=False)[0].round().clamp(0, 255).to(torch.uint8)
+        top, left = (nh - size) // 2, (nw - size) // 2
+        out[i] = im[:, top:top + size, left:left + size]
+    return out
 
 
 def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float = 0.0,
@@ -382,6 +435,156 @@ def photo_grid(store, model, cfg, device, n: int = 24, cols: int = 6, tile: int 
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+# --------------------------------------------------------------------- time to a trained model
+
+def recipe_options(cfg) -> list[str]:
+    """The ``gpukit train cats-vs-dogs`` options that give ``cfg``'s run (every recipe setting
+    spelled out, so the results file records what was measured whatever the defaults become)."""
+    opts = ["--epochs", cfg.epochs, "--img-size", cfg.img_size, "--width", cfg.width,
+            "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--ema", cfg.ema,
+            "--eval-every", cfg.eval_every]
+    if cfg.limit:
+        opts += ["--limit", cfg.limit]
+    return [str(o) for o in opts]
+
+
+def train_command(root, cfg, seed: int, out: str, report: str) -> list[str]:
+    import sys
+    return [sys.executable, "-m", "gpukit", "train", "cats-vs-dogs", "--data", str(root), "--seed",
+            str(seed), "--out", out, "--report", report, "--quiet", *recipe_options(cfg)]
+
+
+def _launch(root, cfg, seed: int, folder: str, gpu: int | None):
+    """Start ``gpukit train`` for one seed in a fresh process (on GPU ``gpu`` alone)."""
+    import subprocess
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    out, rep = os.path.join(folder, f"seed{seed}.pt"), os.path.join(folder, f"seed{seed}.json")
+    proc = subprocess.Popen(train_command(root, cfg, seed, out, rep), env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return proc, out, rep, time.perf_counter()
+
+
+def _finish(launched, timeout: float = 600) -> dict:
+    """Wait for a run of :func:`_launch`: its report, with the process's own wall time."""
+    import json
+    proc, out, rep, t0 = launched
+    stdout, stderr = proc.communicate(timeout=timeout)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not os.path.exists(rep):
+        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"gpukit train exited with {proc.returncode}: {tail[0][:300]}")
+    with open(rep, encoding="utf-8") as fh:
+        r = json.load(fh)
+    r["process_s"] = wall                       # measured from outside: spawn to exit
+    r["checkpoint_bytes"] = os.path.getsize(out)
+    return r
+
+
+def _time_to_model(root, cfg, seeds: int, gpus: int, folder: str) -> dict:
+    """``gpukit train`` from a fresh process, one seed after another on one GPU; then, with two
+    GPUs, two more seeds at once, one on each, for the experiments per hour of two GPUs."""
+    runs = []
+    for seed in range(seeds):
+        print(f"  gpukit train, seed {seed} ...", flush=True)
+        r = _finish(_launch(root, cfg, seed, folder, 0 if gpus else None))
+        print(f"    test {100 * r['test_acc']:.1f} %, time to model {r['time_to_model_s']:.1f} s, "
+              f"process {r['process_s']:.1f} s", flush=True)
+        runs.append(r)
+    pair = None
+    if gpus >= 2:
+        print("  two runs at once, one per GPU ...", flush=True)
+        t0 = time.perf_counter()
+        launched = [_launch(root, cfg, seeds + k, folder, k) for k in range(2)]
+        both = [_finish(x) for x in launched]
+        wall = time.perf_counter() - t0
+        one = sorted(r["process_s"] for r in runs)[len(runs) // 2]
+        pair = {"wall_s": wall, "runs": [_brief(r) for r in both], "one_run_median_s": one,
+                "throughput_ratio": 2 * one / wall, "seeds": [seeds, seeds + 1]}
+        print(f"    both done in {wall:.1f} s: {pair['throughput_ratio']:.2f}x the runs per hour", flush=True)
+    return {"runs": runs, "pair": pair}
+
+
+def _brief(r: dict) -> dict:
+    """What the page needs of one run's report."""
+    keys = ("val_acc", "selection_acc", "test_acc", "test_ci", "n_test", "n_selection", "n_val",
+            "time_to_model_s", "phases", "process_s", "wall_s", "load_s", "train_s", "images_per_s",
+            "decoding", "epochs", "confusion", "checkpoint_bytes", "process_age_at_start_s")
+    return {k: r.get(k) for k in keys} | {"seed": r["config"]["seed"]}
+
+
+def cudnn_probe(benchmark: bool) -> dict:
+    """In a fresh process: the first training steps and the steady step of the recipe's network
+    on a synthetic batch, with cuDNN timing its algorithms (``benchmark``) or choosing by rule."""
+    import torch
+    from torch import nn
+
+    from .model import build_model
+    torch.backends.cudnn.benchmark = benchmark
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    m = build_model(32).to(dev, memory_format=torch.channels_last)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    crit = nn.CrossEntropyLoss(label_smoothing=0.1)
+    x = torch.randn(256, 3, 128, 128, device=dev).contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, 2, (256,), device=dev)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = crit(m(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    first = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        first.append(time.perf_counter() - t0)
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(200):
+        step()
+    torch.cuda.synchronize()
+    return {"benchmark": benchmark, "first_steps_s": first, "step_s": (time.perf_counter() - t0) / 200}
+
+
+def _cudnn(errors: list) -> list[dict]:
+    """:func:`cudnn_probe` with and without cuDNN's timed trial, each in a fresh process."""
+    import json
+    import subprocess
+    import sys
+    rows = []
+    for bench in (False, True):
+        code = (f"import json; from gpukit.cats_vs_dogs.measure import cudnn_probe; "
+                f"print('gpukit-cudnn ' + json.dumps(cudnn_probe({bench})))")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("gpukit-cudnn ")]
+        if not line:
+            errors.append({"part": f"cudnn probe {bench}", "error": (proc.stderr or "no output")[-300:]})
+            continue
+        r = json.loads(line[0].split(" ", 1)[1])
+        rows.append({"name": "cuDNN times its algorithms (benchmark=True)" if bench else
+                     "cuDNN chooses by rule (benchmark=False)", "median_s": r["step_s"], **r})
+    return rows
+
+
+def _import_times() -> dict:
+    """Seconds to import torch, then torchvision, in a fresh process."""
+    import json
+    import subprocess
+    import sys
+    code = ("import time, json; t = time.perf_counter(); import torch; a = time.perf_counter() - t; "
+            "t = time.perf_counter(); import torchvision; b = time.perf_counter() - t; "
+            "print('gpukit-imports ' + json.dumps({'torch': a, 'torchvision': b}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("gpukit-imports ")]
+    return json.loads(line[0].split(" ", 1)[1]) if line else {}
+
+
 # --------------------------------------------------------------------- the benchmark
 
 def coverage(data: dict) -> int:
@@ -393,17 +596,17 @@ def coverage(data: dict) -> int:
 
 def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
         quick: bool | None = None, budget_s: float = 280.0, overrides: dict | None = None) -> dict:
-    """Everything the chapter shows. ``n`` = number of seeds (default 3).
+    """Everything the chapter shows. ``n`` = number of seeds (default 3), each trained by
+    ``gpukit train`` in a fresh process so that its time to a model counts everything.
 
     ``overrides`` changes the training recipe, e.g. ``{"epochs": 300, "width": 48}``.
-    ``GPUKIT_BENCH_BUDGET_S`` in the environment replaces ``budget_s``: the seeds after the
-    first, the variants and torch.compile start only while enough of it is left (the seeds
-    unless ``n`` asks for them).
+    ``GPUKIT_BENCH_BUDGET_S`` in the environment replaces ``budget_s``: torch.compile and the
+    CPU epoch start only while enough of it is left.
     """
     budget_s = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", budget_s))
     from . import data as D
     from .data import default_data_dir
-    from .loop import TrainConfig, fit, pick_device
+    from .loop import TrainConfig, pick_device
     t_run = time.perf_counter()
     root = Path(data_dir) if data_dir else default_data_dir()
     if root is None or not root.is_dir():
@@ -411,65 +614,48 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
                            "cats_and_dogs_filtered_160 folder")
     device = pick_device("auto")
     quick = device.type != "cuda" if quick is None else quick
-    seeds = n or (1 if quick else 3)
+    # three seeds, or one within a short budget (``gpukit results`` gives one)
+    seeds = n or (1 if quick or budget_s < 150 else 3)
     base = (TrainConfig(data=str(root), epochs=2, img_size=48, width=8, batch_size=16, limit=24,
                         progress=False) if quick else TrainConfig(data=str(root), progress=False))
     base = TrainConfig(**{**base.__dict__, **(overrides or {})}).resolved()
     errors: list[dict] = []
-    out_dir = Path(os.environ.get("TMPDIR", "/tmp"))
     print(f"cats-vs-dogs benchmark on {device}{' (quick, tiny subset)' if quick else ''}")
 
-    # 1. Training from scratch, several seeds, wall time including data loading.
-    runs, first = [], None
-    for seed in range(seeds):
-        # another seed only if it fits in half the budget, or the caller asked for n seeds
-        if runs and not n and time.perf_counter() - t_run + runs[-1]["wall_s"] > 0.5 * budget_s:
-            print(f"  seeds {seed}..{seeds - 1} left out: the time budget ({budget_s:.0f} s) is spent",
-                  flush=True)
-            break
-        cfg = TrainConfig(**{**base.__dict__, "seed": seed,
-                             "out": str(out_dir / f"gpukit_cvd_seed{seed}_{os.getpid()}.pt")})
-        print(f"  training seed {seed} ...", flush=True)
-        r = fit(cfg, log=lambda *a, **k: None)
-        print(f"    val acc {100 * r['val_acc']:.2f} %, wall {r['wall_s']:.1f} s, "
-              f"{(r['images_per_s'] or 0):,.0f} img/s", flush=True)
-        runs.append(r)
-        first = first or r
-        Path(cfg.out).unlink(missing_ok=True)
-    # accuracy without the mirror averaging, and at the stored resolution, for the first seed
+    # 1. Time to a trained model: ``gpukit train`` in a fresh process, one seed after another,
+    #    then (two GPUs) two at once; seed 0's checkpoint is kept for the photo grid.
+    import tempfile
+
+    import torch
+    gpus = torch.cuda.device_count() if device.type == "cuda" else 0
+    with tempfile.TemporaryDirectory() as folder:
+        ttm = _time_to_model(root, base, seeds, gpus, folder)
+        from .checkpoint import load_for_inference
+        model0, _ = load_for_inference(os.path.join(folder, "seed0.pt"), device)
+    runs = ttm["runs"]
+    first = runs[0]
+    ds = D.find_dataset(root)
+    val_store = D.build_store(D.limit(ds.val, base.limit), base.store_size, device)[0]
+    # accuracy without the mirror averaging, and at the training size, for the first seed
     from .loop import autocast, evaluate, resolve_precision
     amp = autocast(device, resolve_precision("auto", device))
-    variants = {"no_tta": evaluate(first["model"], first["val_store"], base.eval_size, amp=amp)["acc"],
-                "at_train_size": evaluate(first["model"], first["val_store"], base.img_size, amp=amp,
-                                          tta=base.tta)["acc"]}
-    grid = _try("photo grid", lambda: photo_grid(first["val_store"], first["model"], base, device), errors)
-    rows = [{"name": f"seed {r['config']['seed']}", "median_s": r["wall_s"], "val_acc": r["val_acc"],
-             "load_s": r["load_s"], "train_s": r["train_s"], "images_per_s": r["images_per_s"],
-             "epochs": r["epochs"], "confusion": r["confusion"]} for r in runs]
-    # Two variants of seed 0, while the time budget allows: twice the epochs, a wider network.
-    def variant(label: str, **change):
-        cfg = TrainConfig(**{**base.__dict__, "seed": 0, **change,
-                             "out": str(out_dir / f"gpukit_cvd_{label}_{os.getpid()}.pt")})
-        print(f"  training variant: {label} ...", flush=True)
-        r = fit(cfg, log=lambda *a, **k: None)
-        Path(cfg.out).unlink(missing_ok=True)
-        print(f"    val acc {100 * r['val_acc']:.2f} %, wall {r['wall_s']:.1f} s", flush=True)
-        return {"name": label, "width": cfg.width, "epochs": cfg.epochs, "val_acc": r["val_acc"],
-                "wall_s": r["wall_s"], "images_per_s": r["images_per_s"], "params": r["params"]}
-    more = []
-    for label, change, start_by in ((f"{2 * base.epochs} epochs", {"epochs": 2 * base.epochs}, 0.35),
-                                    (f"width {base.width * 3 // 2}", {"width": base.width * 3 // 2}, 0.5)):
-        if not quick and time.perf_counter() - t_run < budget_s * start_by:
-            v = _try(label, lambda: variant(label, **change), errors)
-            if v:
-                more.append(v)
+    variants = {"no_tta": evaluate(model0, val_store, base.eval_size, amp=amp)["acc"],
+                "at_train_size": evaluate(model0, val_store, base.img_size, amp=amp, tta=base.tta)["acc"]}
+    grid = _try("photo grid", lambda: photo_grid(val_store, model0, base, device), errors)
+    rows = [{"name": f"seed {r['config']['seed']}", "median_s": r["time_to_model_s"], **_brief(r)}
+            for r in runs]
     training = {
         "n": first["n_train"], "n_val": first["n_val"], "rows": rows, "config": base.__dict__,
         "params": first["params"], "history": first["history"], "confusion": first["confusion"],
         "tta": base.tta, "precision": first["precision"], "variants_seed0": variants,
-        "grid_jpeg_base64": grid, "more": more, "tutorial_reported": TUTORIAL_REPORTED,
-        "quick": quick, "errors": errors,
+        "grid_jpeg_base64": grid, "pair": ttm["pair"], "command": train_command(
+            "DATA", base, 0, "OUT.pt", "REPORT.json")[1:],
+        "tutorial_reported": TUTORIAL_REPORTED, "quick": quick, "errors": errors,
     }
+    if device.type == "cuda":
+        print("  cuDNN: timed trial against its rule ...", flush=True)
+        training["cudnn"] = _cudnn(errors)
+    training["imports"] = _import_times()
     data = {"training": training}
 
     # 2. Steady-state step: real photos vs synthetic data; the tutorial pipeline.

@@ -27,8 +27,7 @@ from .loop import (EMA, TrainConfig, Training, autocast, evaluate, lr_factor, me
                    prefetched, resolve_precision, split_batches, stream_batches, sync)
 from .model import build_model, count_params
 
-#: Above this many bytes of decoded training photos, ``data_mode="auto"`` streams them.
-STREAM_ABOVE = 8 * 2**30
+from .photos import STREAM_ABOVE, Prepared, halves
 
 
 class Interrupted(Exception):
@@ -143,6 +142,7 @@ class Run:
         self.dev = self.dist.device
         self.say = log if self.dist.main else (lambda *a, **k: None)
         self.stop = False  # set by Ctrl-C or SIGTERM
+        self.phases: dict[str, float] = {}  # seconds of each part of the run, in order
 
     def close(self):
         self.dist.close()
@@ -155,9 +155,14 @@ class Run:
         self.precision = resolve_precision(cfg.precision, dev)
         amp = autocast(dev, self.precision)
         if dev.type == "cuda":
-            torch.backends.cudnn.benchmark = True
+            # cuDNN's own choice of algorithm, not a timed trial of each: measured in the chapter
+            torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
+            t0 = time.perf_counter()
+            torch.zeros(1, device=dev)
+            sync(dev)
+            self.phases["CUDA context"] = time.perf_counter() - t0
         state = None
         if cfg.resume and not Path(cfg.out).exists():
             say(f"--resume: no checkpoint at {cfg.out} yet, starting from scratch")
@@ -168,6 +173,7 @@ class Run:
         self._load_data(stores)
 
         # Model, optimiser, schedule.
+        t0 = time.perf_counter()
         torch.manual_seed(cfg.seed)
         model = build_model(cfg.width, pretrained=cfg.pretrained).to(dev, memory_format=torch.channels_last)
         per_rank = max(1, cfg.batch_size // dist.world)
@@ -193,12 +199,15 @@ class Run:
             restore(t, state)
             say(f"resumed from {cfg.out}: {t.start_epoch} complete epoch(s)"
                 f"{f' + {t.start_step} step(s)' if t.start_step else ''}")
+        self.trained_before = t.trained_s  # step time of earlier sessions (a resumed run)
         if dist.world > 1:
             t.net = nn.parallel.DistributedDataParallel(
                 model, device_ids=[dev.index] if dev.type == "cuda" else None)
         if cfg.compile:
             t.net = torch.compile(t.net)
         self.gen = torch.Generator(device=dev)
+        sync(dev)
+        self.phases["model and optimiser"] = time.perf_counter() - t0
         say(f"model: CatDogNet width {cfg.width}, {count_params(model) / 1e6:.2f} M parameters"
             if not cfg.pretrained else "model: ResNet-18, ImageNet weights")
         say(f"training {cfg.epochs} epochs x {steps} steps of {per_rank} x {dist.world} process(es), "
@@ -211,7 +220,18 @@ class Run:
         cfg, dev = self.cfg, self.dev
         t0 = time.perf_counter()
         self.stream_skipped: list[int] = []
-        if stores is None:
+        self.decoding = None
+        if isinstance(stores, Prepared):  # found and decoding since before torch was imported
+            p = stores
+            if p.size != cfg.store_size:
+                raise ValueError(f"the photos were decoded to {p.size} px, the run needs {cfg.store_size}")
+            (arr, ok, bad), (varr, vok, vbad) = p.decoding.result()
+            waited = time.perf_counter() - t0
+            train, bad = D.build_store(p.train, p.size, dev, decoded=(arr, ok, bad))
+            val, bad_val = D.build_store(p.val, p.size, dev, decoded=(varr, vok, vbad))
+            skipped, train_split, stream, layout = bad + bad_val, p.train, False, p.layout
+            self.decoding = {"how": p.decoding.how, "seconds": p.decoding.seconds, "waited_s": waited}
+        elif stores is None:
             ds = D.find_dataset(cfg.data, val_fraction=cfg.val_fraction, seed=cfg.seed)
             train_split = D.limit(ds.train, cfg.limit, cfg.seed)
             val_split = D.limit(ds.val, cfg.limit, cfg.seed)
@@ -229,15 +249,28 @@ class Run:
         else:
             train, val, skipped = stores
             train_split, stream, layout = None, False, "given"
-        self.train, self.val, self.skipped = train, val, skipped
+        # Training looks at the selection half of the validation photos only; the test half is
+        # evaluated once, at the end (see the chapter's "honest test split").
+        sel, test = halves(val.labels.tolist())
+        if sel and test:
+            self.val, self.test = val.subset(sel), val.subset(test)
+        else:                       # too few photos to split: both halves are all of them
+            self.val = self.test = val
+        self.val_all = val
+        self.train, self.skipped = train, skipped
         self.train_split, self.stream = train_split, stream
         self.n_train = len(train_split) if stream else len(train)
         sync(dev)
         self.load_s = time.perf_counter() - t0
+        self.phases["photos (decoding, to the device)"] = self.load_s
         if skipped:
             self.say(D.skipped_warning(skipped))
-        self.say(f"data: {self.n_train} training and {len(val)} validation photos ({layout}), decoded to "
-                 f"{cfg.store_size}x{cfg.store_size} in {self.load_s:.2f} s, kept on {dev}")
+        how = (f"decoded by {self.decoding['how']} in {self.decoding['seconds']:.2f} s while torch "
+               f"was imported, on {dev} {self.load_s:.2f} s later" if self.decoding else
+               f"decoded in {self.load_s:.2f} s, kept on {dev}")
+        self.say(f"data: {self.n_train} training and {len(val)} validation photos ({layout}, "
+                 f"{len(self.val)} to select with, {len(self.test)} to test on), "
+                 f"{cfg.store_size}x{cfg.store_size} px, {how}")
 
     def batches(self, epoch: int, first: int):
         """Epoch ``epoch``'s training batches from step ``first`` on, augmented a chunk ahead.
@@ -282,7 +315,9 @@ class Run:
             yield
         finally:
             self.progress.clear()
+            t0 = time.perf_counter()
             self.writer.close()  # the last checkpoint is complete on disk before fit() returns or raises
+            self.phases["last checkpoint to disk"] = time.perf_counter() - t0
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
 
@@ -307,34 +342,62 @@ class Run:
             self.say(f"warning: skipped {sum(self.stream_skipped)} unreadable training file(s)")
 
     def after_epoch(self, epoch: int, row: dict):
-        """A checkpoint (written in the background) and a line of output; after Ctrl-C, stop."""
+        """Every ``eval_every`` epochs, at the end and after Ctrl-C: a checkpoint (written in the
+        background) and a line of output; after Ctrl-C, stop."""
         cfg, dist = self.cfg, self.dist
-        if dist.main:
+        stopping = dist.any(self.stop) and epoch + 1 < cfg.epochs  # a collective: every process asks
+        if dist.main and ("val_acc" in row or stopping):
             self.writer.submit(snapshot(self.training, cfg, epoch + 1, 0, dist.world))
             self.say(f"epoch {epoch + 1:>3}/{cfg.epochs}  loss {row['train_loss']:.4f}  "
                      f"train acc {row['train_acc']:.3f}  "
-                     + (f"val loss {row['val_loss']:.4f}  val acc {row['val_acc']:.3f}  "
+                     + (f"selection half: loss {row['val_loss']:.4f} acc {row['val_acc']:.3f}  "
                         if "val_acc" in row else "")
-                     + f"{row['images_per_s']:,.0f} img/s  {row['seconds']:.2f} s")
+                     + f"{row['images_per_s']:,.0f} img/s")
         dist.barrier()
-        if dist.any(self.stop) and epoch + 1 < cfg.epochs:
+        if stopping:
             raise Interrupted(cfg.out, epoch + 1, 0)
 
     # ----------------------------------------------------------------- after the loop
 
-    def report(self, t: Training, t_start: float) -> dict:
-        """The final evaluation (with mirror averaging unless ``tta`` is off), as a plain dict."""
+    def report(self, t: Training, t_start: float, before: dict | None = None) -> dict:
+        """The final evaluation (with mirror averaging unless ``tta`` is off), as a plain dict.
+
+        It evaluates all validation photos once and reports the selection half and the test half
+        apart, the test half with its 95 % interval. ``phases`` lists where the run's time went,
+        starting with ``before`` (what the command did before :func:`fit`: start-up, imports).
+        """
         cfg, dist = self.cfg, self.dist
+        t0 = time.perf_counter()
         final_model = t.kept_model()
-        final = evaluate(final_model, t.val, cfg.eval_size, amp=t.amp, tta=cfg.tta)
+        final = evaluate(final_model, self.val_all, cfg.eval_size, amp=t.amp, tta=cfg.tta)
+        right = final["right"]
+        sel, test = halves(self.val_all.labels.tolist())
+        sel, test = (sel, test) if sel and test else (list(range(len(right))),) * 2
+        k_test = sum(right[i] for i in test)
+        self.phases["final evaluation"] = time.perf_counter() - t0
         timed = [h for h in t.history if not h.get("partial")]
         steady = [h["images_per_s"] for h in timed[1:]] or [h["images_per_s"] for h in timed]
+        wall = time.perf_counter() - t_start
+        phases = dict(before or {})
+        for name in ("CUDA context", "photos (decoding, to the device)", "model and optimiser"):
+            if name in self.phases:
+                phases[name] = self.phases[name]
+        first = t.phases.get("first step", 0.0)
+        phases["first step (kernels loaded, algorithms chosen)"] = first
+        phases["training steps"] = max(0.0, t.trained_s - self.trained_before - first)
+        phases["evaluation during training"] = t.phases.get("evaluation", 0.0)
+        for name in ("last checkpoint to disk", "final evaluation"):
+            phases[name] = self.phases.get(name, 0.0)
+        phases["other"] = max(0.0, wall + sum((before or {}).values()) - sum(phases.values()))
         report = {
             "val_acc": final["acc"], "val_loss": final["loss"], "confusion": final["confusion"],
+            "selection_acc": sum(right[i] for i in sel) / len(sel), "n_selection": len(sel),
+            "test_acc": k_test / len(test), "n_test": len(test), "test_ci": list(wilson(k_test, len(test))),
             "tta": cfg.tta, "classes": list(D.CLASSES), "epochs": cfg.epochs,
-            "wall_s": time.perf_counter() - t_start, "load_s": self.load_s, "train_s": t.trained_s,
+            "wall_s": wall, "load_s": self.load_s, "train_s": t.trained_s,
+            "time_to_model_s": sum(phases.values()), "phases": phases, "decoding": self.decoding,
             "images_per_s": sorted(steady)[len(steady) // 2] if steady else None,
-            "n_train": self.n_train, "n_val": len(t.val),
+            "n_train": self.n_train, "n_val": len(self.val_all),
             "skipped": len(self.skipped) + sum(self.stream_skipped),  # streamed: the last epoch's count
             "history": t.history, "precision": self.precision, "device": str(self.dev),
             "world_size": dist.world, "params": count_params(t.model), "config": dataclasses.asdict(cfg),
@@ -343,22 +406,38 @@ class Run:
         if dist.world > 1:
             print(f"rank {dist.rank} weights sha256 {report['digest']}", flush=True)
         report["model"] = final_model
-        report["val_store"] = t.val
+        report["val_store"] = self.val_all
         return report
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion k/n (Wilson, 1927)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def format_report(r: dict) -> str:
     c = r["confusion"]
+    lo, hi = r["test_ci"]
+    tta = " (photo + mirror image averaged)" if r["tta"] else ""
     lines = [
-        f"validation accuracy {100 * r['val_acc']:.2f} % on {r['n_val']} photos"
-        f"{' (photo + mirror image averaged)' if r['tta'] else ''}",
-        "confusion matrix (rows: true class, columns: predicted)",
+        f"test accuracy {100 * r['test_acc']:.2f} % on {r['n_test']} validation photos never used to "
+        f"choose anything (95 % interval {100 * lo:.1f}-{100 * hi:.1f} %){tta}",
+        f"validation accuracy {100 * r['val_acc']:.2f} % on {r['n_val']} photos (selection half "
+        f"{100 * r['selection_acc']:.2f} %)",
+        "confusion matrix, all validation photos (rows: true class, columns: predicted)",
         f"{'':>8}{'cat':>8}{'dog':>8}",
         f"{'cat':>8}{c[0][0]:>8}{c[0][1]:>8}",
         f"{'dog':>8}{c[1][0]:>8}{c[1][1]:>8}",
         f"wall time {r['wall_s']:.2f} s (data loading {r['load_s']:.2f} s, training {r['train_s']:.2f} s"
         f"{' over all sessions' if r.get('resumed') else ''}), "
         f"{(r['images_per_s'] or 0):,.0f} training images/s",
+        f"time to model {r['time_to_model_s']:.2f} s: "
+        + ", ".join(f"{name} {sec:.2f}" for name, sec in r["phases"].items()),
         f"checkpoint: {r['checkpoint']}",
     ]
     return "\n".join(lines)

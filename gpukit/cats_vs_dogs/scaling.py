@@ -1,10 +1,12 @@
 """Data-parallel scaling of the cats-vs-dogs training: the same command on 1 and on N GPUs.
 
-Each run is ``torchrun --standalone --nproc_per_node=N -m gpukit.cli train cats-vs-dogs``
-in a subprocess, with every recipe setting given as an option (recorded with the row); this
-module parses what the command prints (accuracy, wall time, images/s, each rank's weight
-digest) and records it. NVLink multicast stays off
-(NCCL_NVLS_ENABLE=0 and friends), as shared multi-GPU hosts require.
+For each regime (the chapter's recipe, and a wider network on larger crops whose step is tens
+of milliseconds), :mod:`.ddp_steps` first splits one step's time into compute, gradient
+exchange and fixed cost; then each training is ``torchrun --standalone --nproc_per_node=N -m
+gpukit.cli train cats-vs-dogs`` in a subprocess, with every recipe setting given as an option
+(recorded with the row). Its ``--report`` gives the accuracy and the time to a model, and what
+it prints gives each process's weight digest. NVLink multicast stays off (NCCL_NVLS_ENABLE=0
+and friends), as shared multi-GPU hosts require.
 """
 
 from __future__ import annotations
@@ -38,19 +40,33 @@ def parse(stdout: str) -> dict:
 
 
 def train_once(data: str, nproc: int, seed: int, extra: list[str], timeout: int = 600) -> dict:
+    """``torchrun --nproc_per_node=nproc gpukit train cats-vs-dogs`` once: its report and digests."""
+    import json
     with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
                "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", data, "--seed", str(seed),
-               "--out", os.path.join(tmp, "ckpt.pt"), "--quiet", *extra]
+               "--out", os.path.join(tmp, "ckpt.pt"), "--report", report, "--quiet", *extra]
         env = {**os.environ, **MULTICAST_OFF, "OMP_NUM_THREADS": "4"}
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         row = {"gpus": nproc, "seed": seed, "args": extra, "process_s": time.perf_counter() - t0,
                "returncode": proc.returncode}
-        if proc.returncode != 0:
+        if proc.returncode != 0 or not os.path.exists(report):
             row["error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             return row
-        return {**row, **parse(proc.stdout)}
+        with open(report, encoding="utf-8") as fh:
+            r = json.load(fh)
+        keep = ("val_acc", "selection_acc", "test_acc", "test_ci", "n_test", "time_to_model_s", "phases",
+                "wall_s", "load_s", "train_s", "images_per_s", "epochs", "world_size")
+        row.update({k: r.get(k) for k in keep})
+        row["epoch_s"] = _median([h["seconds"] for h in r["history"][1:]] or [0.0])
+        return {**row, **{k: v for k, v in parse(proc.stdout).items() if k in ("digests", "ranks_agree")}}
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def recipe_args(**change) -> list[str]:
@@ -63,41 +79,55 @@ def recipe_args(**change) -> list[str]:
 
 
 #: the settings :func:`recipe_args` spells out, in the order of the command line
-RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema")
+RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema", "eval_every")
+
+#: name -> (training options changed from the recipe, what it is); ``--lr`` is the peak at batch
+#: 256 and the command scales it with the global batch, so batch 512 trains at twice the rate
+REGIMES = {
+    "chapter": ({}, "the chapter's recipe: 128 px, width 32, global batch 256"),
+    "wide": ({"img_size": 160, "width": 96, "batch_size": 512, "epochs": 200},
+             "160 px, width 96, global batch 512, 200 epochs: a step of tens of milliseconds"),
+}
 
 
 def regime_label(args: list[str], note: str = "") -> str:
-    """What a regime trained, read from its options: '128 px, width 32, lr 0.05, weight average 0.995'."""
+    """What a regime trained, read from its options: '128 px, width 32, batch 256, 250 epochs'."""
     o = dict(zip(args[::2], args[1::2]))
-    ema = float(o["--ema"])
-    return (f"{o['--img-size']} px, width {o['--width']}, lr {o['--lr']}, "
-            + (f"weight average {o['--ema']}" if ema else "no weight average") + note)
+    return (f"{o['--img-size']} px, width {o['--width']}, batch {o['--batch-size']}, "
+            f"{o['--epochs']} epochs" + note)
 
 
 def run(n: int | None, repeat: int) -> dict:
-    """1 GPU vs all visible GPUs, ``n`` seeds each (default 2), plus one larger-image regime."""
+    """Each regime of :data:`REGIMES`: the step's time split into compute, gradient exchange and
+    fixed cost (:mod:`.ddp_steps`), then the whole training on 1 GPU and on all visible GPUs,
+    ``n`` seeds each (default 2)."""
     import torch
 
     from .data import default_data_dir
+    from .ddp_steps import measure_regime
     gpus = torch.cuda.device_count()
     if gpus < 2:
         raise RuntimeError(f"the scaling benchmark needs at least 2 GPUs; this machine has {gpus}")
     data = str(default_data_dir())
     seeds = list(range(n or 2))
-    rows = []
-    for args, note, regime_seeds in ((recipe_args(), "", seeds),
-                                     (recipe_args(img_size=144, width=64, epochs=60), " (a longer step)",
-                                      seeds[:1])):
-        regime = regime_label(args, note)
+    steps, rows = [], []
+    for name, (change, what) in REGIMES.items():
+        args = recipe_args(**change)
+        o = dict(zip(args[::2], args[1::2]))
+        print(f"  {name}: step breakdown ...", flush=True)
+        st = measure_regime(int(o["--img-size"]), int(o["--width"]), int(o["--batch-size"]), gpus)
+        steps.append({"regime": name, "what": what, **st})
         for nproc in (1, gpus):
-            for seed in regime_seeds:
+            for seed in seeds:
                 row = train_once(data, nproc, seed, args)
-                row["regime"] = regime
+                row.update(regime=name, label=regime_label(args))
                 rows.append(row)
-                print(f"  {regime}: {nproc} GPU(s), seed {seed}: "
-                      + (f"acc {row.get('val_acc', 0):.4f}, {row.get('images_per_s', 0):,.0f} img/s, "
-                         f"wall {row.get('wall_s', 0):.1f} s, ranks agree {row.get('ranks_agree')}"
+                print(f"  {name}: {nproc} GPU(s), seed {seed}: "
+                      + (f"test {100 * row['test_acc']:.1f} %, {row['images_per_s'] or 0:,.0f} img/s, "
+                         f"time to model {row['time_to_model_s']:.1f} s, process {row['process_s']:.1f} s, "
+                         f"ranks agree {row.get('ranks_agree')}"
                          if "error" not in row else f"failed: {row['error']}"), flush=True)
-    return {"gpu": {"n": len(seeds), "gpus": gpus, "rows": [
+    return {"gpu": {"n": len(seeds), "gpus": gpus, "steps": steps, "regimes": {
+        k: {"what": w, "args": recipe_args(**c)} for k, (c, w) in REGIMES.items()}, "rows": [
         {**r, "name": f"{r['regime']}, {r['gpus']} GPU(s), seed {r['seed']}",
-         "median_s": r.get("wall_s", 0.0)} for r in rows]}}
+         "median_s": r.get("time_to_model_s") or 0.0} for r in rows]}}

@@ -1,97 +1,139 @@
-"""How the training recipe was chosen: several variants, each trained with several seeds.
+"""How the recipe was chosen, honestly: variants trained with several seeds, judged on one half
+of the validation photos, reported on the other.
 
-``python -m gpukit.cats_vs_dogs.sweep --out sweep.json --variants base ema lr0.1-ema`` trains
-every named variant of :data:`VARIANTS` once per seed on the photos decoded once, and
-writes the accuracy, wall time and images/s of every run (after each run, so an
-interrupted sweep keeps what it measured). The chapter shows the table: one seed can
-differ from the next by several points, so a variant is judged on its mean.
+``python -m gpukit.cats_vs_dogs.sweep --out sweep.json --gpus 2`` trains every variant of
+:data:`VARIANTS` once per seed, on the photos decoded once per process, the runs dealt to one
+process per GPU. Each run is evaluated on the *selection* half of the validation photos (what
+chooses the variant) and on the *test* half (never used to choose anything; see
+:func:`~gpukit.cats_vs_dogs.photos.halves`). :func:`choose` picks the best mean on the selection
+half; the chapter reports that variant's test half. Each process writes its runs after each one,
+so an interrupted sweep keeps what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
-#: name -> changes to the recipe (``TrainConfig`` fields).
+#: name -> changes to the recipe (``TrainConfig`` fields); "recipe" is the command's defaults
 VARIANTS = {
-    "base": {},
+    "recipe": {},
     "lr0.1": {"lr": 0.1},
-    "ema": {"ema": 0.995},
-    "lr0.1-ema": {"lr": 0.1, "ema": 0.995},
-    "lr0.05-ema": {"lr": 0.05, "ema": 0.995},
-    "lr0.1-ema-wd1e-3": {"lr": 0.1, "ema": 0.995, "weight_decay": 1e-3},
-    "lr0.1-ema-ls0.2": {"lr": 0.1, "ema": 0.995, "label_smoothing": 0.2},
-    "lr0.1-ema-crop0.35": {"lr": 0.1, "ema": 0.995, "crop_scale": 0.35},
-    "lr0.1-ema-350ep": {"lr": 0.1, "ema": 0.995, "epochs": 350},
-    "lr0.1-ema-width48": {"lr": 0.1, "ema": 0.995, "width": 48},
+    "lr0.025": {"lr": 0.025},
+    "no-average": {"ema": 0.0},
+    "smoothing0.2": {"label_smoothing": 0.2},
+    "crop0.35": {"crop_scale": 0.35},
 }
 
 
-def main(argv=None) -> int:
+def choose(runs: list[dict]) -> dict:
+    """Per variant: mean accuracy on each half over its seeds; the choice is the best mean on
+    the selection half (the test half plays no part in it)."""
+    table = []
+    for name in dict.fromkeys(r["variant"] for r in runs):
+        mine = [r for r in runs if r["variant"] == name]
+        table.append({"name": name, "changes": mine[0]["changes"], "seeds": [r["seed"] for r in mine],
+                      "selection_mean": statistics.mean(r["selection_acc"] for r in mine),
+                      "test_mean": statistics.mean(r["test_acc"] for r in mine),
+                      "test_min": min(r["test_acc"] for r in mine),
+                      "test_max": max(r["test_acc"] for r in mine),
+                      "median_s": statistics.median(r["wall_s"] for r in mine)})
+    best = max(table, key=lambda t: t["selection_mean"]) if table else None
+    return {"rows": table, "chosen": best and best["name"]}
+
+
+def _train_share(args) -> int:
+    """The runs of this process (every ``--share K/N``-th), on its GPU."""
     from ..device import machine_record
     from . import data as D
     from .data import default_data_dir
     from .loop import TrainConfig, fit, pick_device
+    k, n = (int(x) for x in args.share.split("/"))
+    root = args.data or default_data_dir()
+    t0 = time.perf_counter()
+    dev = pick_device("auto")
+    base = TrainConfig(data=str(root), progress=False, limit=args.limit).resolved()
+    ds = D.find_dataset(base.data)
+    train, bad = D.build_store(D.limit(ds.train, base.limit), base.store_size, dev)
+    val, bad_val = D.build_store(D.limit(ds.val, base.limit), base.store_size, dev)
+    plan = [(name, seed) for name in args.variants for seed in args.seeds][k::n]
+    runs = []
+    record = {"benchmark": "cats_vs_dogs_sweep", "machine": machine_record(), "base": base.__dict__,
+              "share": args.share, "runs": runs}
+    for name, seed in plan:
+        if time.perf_counter() - t0 > args.budget_s:
+            print(f"budget spent: skipping {name} seed {seed}", flush=True)
+            continue
+        change = dict(VARIANTS[name], **({"epochs": args.epochs} if args.epochs else {}))
+        cfg = TrainConfig(**{**base.__dict__, **change, "seed": seed,
+                             "out": f"/tmp/gpukit_sweep_{os.getpid()}_{name}_{seed}.pt"})
+        r = fit(cfg, log=lambda *a, **k: None, stores=(train, val, bad + bad_val))
+        os.unlink(cfg.out)
+        runs.append({"variant": name, "changes": VARIANTS[name], "seed": seed, "val_acc": r["val_acc"],
+                     "selection_acc": r["selection_acc"], "test_acc": r["test_acc"],
+                     "n_selection": r["n_selection"], "n_test": r["n_test"], "wall_s": r["wall_s"],
+                     "train_s": r["train_s"], "images_per_s": r["images_per_s"], "epochs": cfg.epochs,
+                     "gpu_share": args.share})
+        print(f"{name:<14} seed {seed}: selection {100 * r['selection_acc']:.1f} %  "
+              f"test {100 * r['test_acc']:.1f} %  wall {r['wall_s']:.1f} s", flush=True)
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, indent=1)
+    return 0
+
+
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--data", default=None)
-    p.add_argument("--eval-every", type=int, default=25)
     p.add_argument("--budget-s", type=float, default=500.0, help="start no run after this long")
     p.add_argument("--out", required=True, help="JSON file to write")
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--epochs", type=int, default=0, help="override every variant's epochs (quick checks)")
-    p.add_argument("--throughput", action="store_true", help="also time the step (real vs synthetic)")
+    p.add_argument("--gpus", type=int, default=1, help="one process per GPU, runs dealt in turn")
+    p.add_argument("--share", default=None, help=argparse.SUPPRESS)  # K/N: one process's runs
     args = p.parse_args(argv)
-    root = args.data or default_data_dir()
-    if root is None:
-        print("no data: set GPUKIT_CATS_DOGS", file=sys.stderr)
-        return 2
+    if args.share:
+        return _train_share(args)
     t0 = time.perf_counter()
-    dev = pick_device("auto")
-    base = TrainConfig(data=str(root), progress=False, eval_every=args.eval_every, limit=args.limit).resolved()
-    ds = D.find_dataset(base.data)
-    train, bad = D.build_store(D.limit(ds.train, base.limit), base.store_size, dev)
-    val, bad_val = D.build_store(D.limit(ds.val, base.limit), base.store_size, dev)
-    runs = []
-    record = {"benchmark": "cats_vs_dogs_sweep", "machine": machine_record(), "base": base.__dict__,
-              "variants": {k: VARIANTS[k] for k in args.variants}, "runs": runs}
-    if args.throughput:
-        from .measure import _throughput
-        errors: list = []
-        record["throughput"] = _throughput(train, base, dev, 30, errors, t_start=t0)
-        record["throughput_errors"] = errors
-        tp = record["throughput"]
-        for r in tp["rows"]:
-            print(f"{r['name']:<66} {r['median_s'] * 1e3:8.3f} ms  {r['images_per_s']:>9,.0f} img/s", flush=True)
-        print(f"real / synthetic {tp['real_over_synthetic']:.3f}; profile {tp['profile']}", flush=True)
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(record, fh, indent=1)
-    for name in args.variants:
-        for seed in args.seeds:
-            if time.perf_counter() - t0 > args.budget_s:
-                print(f"budget spent: skipping {name} seed {seed}", flush=True)
-                continue
-            change = dict(VARIANTS[name], **({"epochs": args.epochs} if args.epochs else {}))
-            cfg = TrainConfig(**{**base.__dict__, **change, "seed": seed,
-                                 "out": f"/tmp/gpukit_sweep_{name}_{seed}.pt"})
-            r = fit(cfg, log=lambda *a, **k: None, stores=(train, val, bad + bad_val))
-            runs.append({"variant": name, "seed": seed, "val_acc": r["val_acc"], "wall_s": r["wall_s"],
-                         "train_s": r["train_s"], "images_per_s": r["images_per_s"], "epochs": cfg.epochs,
-                         "curve": [[h["epoch"], h.get("val_acc")] for h in r["history"] if "val_acc" in h]})
-            print(f"{name:<22} seed {seed}: {100 * r['val_acc']:.1f} %  wall {r['wall_s']:.1f} s  "
-                  f"{(r['images_per_s'] or 0):,.0f} img/s", flush=True)
-            with open(args.out, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, indent=1)
-    for name in args.variants:
-        accs = [r["val_acc"] for r in runs if r["variant"] == name]
-        if accs:
-            print(f"{name:<22} mean {100 * statistics.mean(accs):.1f} %  min {100 * min(accs):.1f}  "
-                  f"max {100 * max(accs):.1f}  ({len(accs)} seeds)")
-    return 0
+    procs = []
+    for k in range(args.gpus):
+        env = dict(os.environ)
+        if args.gpus > 1:
+            env["CUDA_VISIBLE_DEVICES"] = str(k)
+        cmd = [sys.executable, "-m", "gpukit.cats_vs_dogs.sweep", "--share", f"{k}/{args.gpus}",
+               "--out", f"{args.out}.{k}", "--variants", *args.variants, "--seeds", *map(str, args.seeds),
+               "--budget-s", str(args.budget_s), "--limit", str(args.limit), "--epochs", str(args.epochs)]
+        if args.data:
+            cmd += ["--data", args.data]
+        procs.append(subprocess.Popen(cmd, env=env))
+    codes = [proc.wait() for proc in procs]
+    parts = []
+    for k in range(args.gpus):
+        if os.path.exists(f"{args.out}.{k}"):
+            with open(f"{args.out}.{k}", encoding="utf-8") as fh:
+                parts.append(json.load(fh))
+            os.unlink(f"{args.out}.{k}")
+    if not parts:
+        print(f"the sweep trained nothing (exit codes {codes})", file=sys.stderr)
+        return 1
+    runs = [r for part in parts for r in part["runs"]]
+    record = {"benchmark": "cats_vs_dogs_sweep", "machine": parts[0]["machine"], "base": parts[0]["base"],
+              "variants": {k: VARIANTS[k] for k in args.variants}, "seeds": args.seeds,
+              "gpus": args.gpus, "wall_s": time.perf_counter() - t0, "runs": runs,
+              "sweep": choose(runs)}
+    with open(args.out, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1)
+    for row in record["sweep"]["rows"]:
+        print(f"{row['name']:<14} selection {100 * row['selection_mean']:.1f} %  test "
+              f"{100 * row['test_mean']:.1f} % ({len(row['seeds'])} seeds)")
+    print(f"chosen on the selection half: {record['sweep']['chosen']}; {time.perf_counter() - t0:.0f} s")
+    return 0 if all(c == 0 for c in codes) else 1
 
 
 if __name__ == "__main__":
