@@ -352,6 +352,43 @@ def test_scaling_runs_spell_out_the_recipe_they_train():
     opts = dict(zip(args[::2], args[1::2]))
     assert opts == {"--epochs": str(cfg.epochs), "--img-size": "144", "--width": str(cfg.width),
                     "--batch-size": str(cfg.batch_size), "--lr": str(cfg.lr), "--ema": str(cfg.ema),
-                    "--eval-every": str(cfg.eval_every)}
+                    "--crop-scale": str(cfg.crop_scale), "--eval-every": str(cfg.eval_every)}
     assert regime_label(args) == f"144 px, width {cfg.width}, batch {cfg.batch_size}, {cfg.epochs} epochs"
     assert "chapter" not in regime_label(args)
+
+
+def test_nesterov_sgd_makes_the_same_steps_as_torch_optim_sgd():
+    from torch import nn
+    import copy
+    torch.manual_seed(0)
+    a = nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+    b = copy.deepcopy(a)
+
+    def groups(m):
+        return [{"params": [p for p in m.parameters() if p.ndim > 1], "weight_decay": 5e-3},
+                {"params": [p for p in m.parameters() if p.ndim <= 1], "weight_decay": 0.0}]
+    factor = lambda s: 1.0 / (1 + s)  # noqa: E731 - a schedule that changes every step
+    ours = loop.NesterovSGD(groups(a), lr=0.3, momentum=0.9)
+    ours_sched = loop.Schedule(ours, factor)
+    ref = torch.optim.SGD(groups(b), lr=0.3, momentum=0.9, nesterov=True)
+    ref_sched = torch.optim.lr_scheduler.LambdaLR(ref, factor)
+    for step in range(6):
+        x, y = torch.randn(8, 5), torch.randint(0, 2, (8,))
+        for m, opt, sched in ((a, ours, ours_sched), (b, ref, ref_sched)):
+            loss = nn.functional.cross_entropy(m(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+        assert ours.param_groups[0]["lr"] == pytest.approx(ref.param_groups[0]["lr"])
+        for p, q in zip(a.parameters(), b.parameters()):
+            assert torch.allclose(p, q, atol=1e-6), step
+    # the state dicts are interchangeable: torch's loads into ours and the steps stay equal
+    fresh = loop.NesterovSGD(groups(a), lr=0.3, momentum=0.9)
+    fresh.load_state_dict(ref.state_dict())
+    assert set(fresh.buffers) == set(ours.buffers)
+    for i, buf in ours.buffers.items():
+        assert torch.equal(buf, fresh.buffers[i])
+    assert loop.Schedule(fresh, factor).last_epoch == 0
+    with pytest.raises(ValueError):
+        loop.NesterovSGD(groups(a)[:1], lr=0.1, momentum=0.9).load_state_dict(ref.state_dict())

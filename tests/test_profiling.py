@@ -15,6 +15,20 @@ from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
 #: ncu's ``--csv --page raw`` layout, written by hand (not a measurement): progress lines, a
 #: header, a units row, two kernels, thousands separators and an "n/a"
 SAMPLE = ROOT / "tests" / "data" / "profiling_ncu_raw.csv"
+#: trimmed copies of real ncu output (H200, Nsight Compute 2025.3.1): per kernel, its source page
+#: as SASS (a warning line, the "Kernel Name" line, the header and about 40 of its instructions)
+#: and a few columns of its raw page
+REAL = ROOT / "tests" / "data" / "ncu"
+NUMBA, CUDA_C, MATMUL = "why-gpus-horner", "why-gpus-horner-cuda-c", "matmul-warptile"
+
+
+def _sass(name: str) -> list[dict]:
+    return ncu.parse_source_csv((REAL / f"{name}.sass.csv").read_text())
+
+
+def _raw(name: str) -> dict:
+    (kernel,) = ncu.parse_raw_csv((REAL / f"{name}.raw.csv").read_text())
+    return kernel
 
 
 # ------------------------------------------------------------------ reading ncu's output
@@ -45,6 +59,93 @@ def test_key_metrics_from_the_sample():
     assert mm["top_stalls"][0]["reason"] == "mio_throttle"
     lines = ncu.summary_lines("matmul", mm)
     assert any("bank conflicts" in ln for ln in lines) and any("128" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("name", [NUMBA, CUDA_C, MATMUL])
+def test_real_source_pages_parse(name):
+    rows = _sass(name)
+    assert 40 <= len(rows) <= 44
+    assert all(r["samples"] is not None and r["executed"] >= 0 for r in rows)
+    assert all(not r["sass"].startswith(" ") and "  " not in r["sass"] for r in rows)
+    s = ncu.sass_summary(rows)
+    assert s["instructions"] == sum(r["executed"] for r in rows)
+    assert sum(v for _, v in s["mix"]) == pytest.approx(1.0)
+    assert len(s["mix"]) <= ncu.MIX_TOP + 1 and all("." not in f and "@" not in f for f, _ in s["mix"])
+    assert s["samples"] == sum(r["samples"] for r in rows) and len(s["hot"]) == 5
+    shares = [h["share"] for h in s["hot"]]
+    assert shares == sorted(shares, reverse=True) and sum(shares) <= 1
+    base = min(r["address"] for r in rows)
+    assert base > 0x7F0000000000                   # the page's addresses are absolute ...
+    assert all(0 <= h["offset"] < 0x100000 and h["offset"] % 16 == 0 for h in s["hot"])   # ... offsets not
+    assert all(h["reason"] in ncu.SAMPLE_REASONS.values() or h["reason"] in
+               ("barrier", "not_selected", "selected", "wait", "branch_resolving", "drain", "membar", "misc")
+               for h in s["hot"])
+
+
+def test_real_pages_tell_the_two_horner_kernels_apart():
+    numba, cuda_c = (ncu.sass_summary(_sass(n)) for n in (NUMBA, CUDA_C))
+    assert cuda_c["ffma_share"] > numba["ffma_share"] > 0
+    assert cuda_c["mix"][0][0] == "FFMA"
+    assert numba["mix"][0][0] != "FFMA"            # numba's loop is mostly something else
+    hot = ncu.sass_summary(_sass(MATMUL))["hot"][0]
+    assert hot["sass"].startswith("UMOV") and hot["reason"] == "barrier"    # the line after BAR.SYNC
+    assert hot["offset"] == 0x5C60
+
+
+def test_predicates_are_stripped_from_the_family_not_the_text():
+    assert ncu.opcode("@P0 BRA 0x7f7d737a12f0") == "BRA"
+    assert ncu.opcode("@!PT LDS.U.128 R4, [R2]") == "LDS"
+    assert ncu.opcode("FFMA.FTZ R9, R8, R22, R23") == "FFMA" and ncu.opcode("NOP") == "NOP"
+    assert ncu.opcode("") == ""
+    texts = [r["sass"] for r in _sass(MATMUL)]
+    assert "@!P0 BRA 0x7fccaf7a15c0" in texts       # "@!P0  BRA" in the page: spaces collapsed
+    assert "@!P2 LDG.E.CONSTANT R6, desc[UR4][R14.64]" in [r["sass"] for r in _sass(CUDA_C)]
+
+
+SOURCE_HEAD = ('"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'
+               '"stall_long_sb","stall_math","stall_wait (Not Issued)"')
+
+
+def test_source_page_separators_empty_cells_and_a_second_kernel():
+    text = "\n".join([
+        "==PROF== Connected to process 1", "==WARNING== No source files were imported.",
+        '"Kernel Name","k",', SOURCE_HEAD,
+        '"0x1000","  @P0 BRA 0x1040","1,200","2,000","1,000","","7"',
+        '"0x1010","FFMA R1, R2, R3, R1","","6,000","-","",""',
+        '"0x1020","@!PT LDS R4, [R2]","300","2,000","","300","0"',
+        '"Kernel Name","another",', SOURCE_HEAD, '"0x9000","FFMA R1, R1, R1, R1","5","9","0","5","0"'])
+    rows = ncu.parse_source_csv(text)
+    assert [r["address"] for r in rows] == [0x1000, 0x1010, 0x1020]     # the second kernel is not read
+    assert rows[0]["executed"] == 2000 and rows[0]["samples"] == 1200 and rows[1]["samples"] == 0
+    assert rows[0]["stalls"] == {"long_scoreboard": 1000} and rows[2]["stalls"] == {"math_pipe_throttle": 300}
+    s = ncu.sass_summary(rows)
+    assert s["mix"] == [["FFMA", 0.6], ["BRA", 0.2], ["LDS", 0.2]] and s["ffma_share"] == 0.6
+    assert s["samples"] == 1500 and [h["offset"] for h in s["hot"]] == [0, 0x20]
+    assert s["hot"][0]["reason"] == "long_scoreboard" and s["hot"][0]["share"] == pytest.approx(0.8)
+    assert ncu.sass_line(s).startswith("  instructions        FFMA 60.0 %")
+
+
+def test_source_page_without_what_the_summary_needs():
+    with pytest.raises(ValueError, match="Instructions Executed"):
+        ncu.parse_source_csv('"Address","Source"\n"0x10","NOP"')
+    with pytest.raises(ValueError, match="not an ncu source page"):
+        ncu.parse_source_csv((SAMPLE).read_text())
+    with pytest.raises(ValueError, match="no instruction"):
+        ncu.sass_summary([])
+    rows = ncu.parse_source_csv('"Address","Source","Instructions Executed"\n"0x10","FFMA R1, R1, R1, R1","4"')
+    s = ncu.sass_summary(rows)                     # no sampling column: no samples, no hot lines
+    assert rows[0]["samples"] is None and s["samples"] is None and s["hot"] == [] and s["ffma_share"] == 1.0
+    assert ncu.sass_line(None) is None
+
+
+def test_pipes_from_the_real_raw_pages():
+    numba, cuda_c = (ncu.key_metrics(_raw(n)["metrics"]) for n in (NUMBA, CUDA_C))
+    assert next(iter(numba["pipes"])) == "alu" and next(iter(cuda_c["pipes"])) == "fma"
+    assert list(numba["pipes"].values()) == sorted(numba["pipes"].values(), reverse=True)
+    assert numba["sm_issue_pct"] is not None
+    old = ncu.key_metrics(ncu.parse_raw_csv(SAMPLE.read_text())[0]["metrics"])
+    assert old["pipes"] is None and old["sm_issue_pct"] is None
+    assert any("busiest pipes       alu" in ln for ln in ncu.summary_lines("numba", numba))
 
 
 def test_text_without_a_table_has_no_kernels():
@@ -81,6 +182,12 @@ args = sys.argv[1:]
 mode = os.environ.get("FAKE_NCU_MODE", "ok")
 with open(os.environ["FAKE_NCU_LOG"], "a") as log:
     log.write(" ".join(args) + "\\n")
+if "--import" in args and "source" in args:
+    if mode == "no-source":
+        print("==ERROR== unknown option --print-source")
+        sys.exit(1)
+    print(open({source!r}).read())
+    sys.exit(0)
 if "--import" in args:
     print(open({sample!r}).read())
     sys.exit(0)
@@ -103,7 +210,7 @@ print("==PROF== Disconnected from process 1")
                                                  ("mangled-misses", 2, True)])
 def test_run_retries_only_what_failed(tmp_path, monkeypatch, mode, calls, named):
     fake = tmp_path / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE), source=str(REAL / f"{CUDA_C}.sass.csv")))
     fake.chmod(0o755)
     log = tmp_path / "log"
     monkeypatch.setenv("GPUKIT_NCU", str(fake))
@@ -115,11 +222,24 @@ def test_run_retries_only_what_failed(tmp_path, monkeypatch, mode, calls, named)
     assert len(res["kernels"]) == 2 and res["report"].endswith("r.ncu-rep")
     if mode == "mangled-misses":
         assert "--kernel-name-base demangled" in runs[-1]
+    assert res["sass"]["ffma_share"] > 0.5 and res["sass_error"] is None
+
+
+def test_run_without_a_source_page_still_profiles(tmp_path, monkeypatch):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE), source=str(REAL / f"{CUDA_C}.sass.csv")))
+    fake.chmod(0o755)
+    monkeypatch.setenv("GPUKIT_NCU", str(fake))
+    monkeypatch.setenv("FAKE_NCU_MODE", "no-source")
+    monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "log"))
+    res = ncu.run(["vector-add-numba", 2], "add_kernel", 2, str(tmp_path / "r"))
+    assert len(res["kernels"]) == 2 and res["sass"] is None
+    assert "source page" in res["sass_error"] and "--print-source" in res["sass_error"]
 
 
 def test_run_stops_at_a_permission_error(tmp_path, monkeypatch):
     fake = tmp_path / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE), source=str(REAL / f"{CUDA_C}.sass.csv")))
     fake.chmod(0o755)
     monkeypatch.setenv("GPUKIT_NCU", str(fake))
     monkeypatch.setenv("FAKE_NCU_MODE", "permission")
@@ -131,7 +251,8 @@ def test_run_stops_at_a_permission_error(tmp_path, monkeypatch):
 
 
 def test_every_target_names_its_kernel_and_work():
-    assert set(targets.RECORDED) <= set(targets.TARGETS) and len(targets.RECORDED) == 6
+    assert set(targets.RECORDED) <= set(targets.TARGETS) and len(targets.RECORDED) == 7
+    assert "why-gpus-horner-cuda-c" in targets.RECORDED
     for name, t in targets.TARGETS.items():
         nbytes, flops = t.work()
         assert nbytes > 0 and flops >= 0 and t.regex and t.bound in ("memory", "compute")
@@ -164,7 +285,7 @@ def test_missing_ncu(tmp_path):
 
 def test_no_gpu(tmp_path):
     fake = tmp_path / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE)))
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(SAMPLE), source=str(REAL / f"{CUDA_C}.sass.csv")))
     fake.chmod(0o755)
     env = {"GPUKIT_NCU": str(fake), "CUDA_VISIBLE_DEVICES": "", "FAKE_NCU_LOG": str(tmp_path / "log")}
     line = assert_one_line_error(run_cli("profile", "matmul-warptile", "--out", tmp_path / "o", env=env))
@@ -240,9 +361,9 @@ def test_busy_fraction_is_the_union():
 def test_profiles_without_ncu_fail_soft(tmp_path):
     data = cpu_results_file("gpukit.profiling.profiles:run", [None, 3], "profiles", tmp_path)
     part = data["cpu"]
-    assert part["rows"] == [] and len(part["failed"]) == 6
+    assert part["rows"] == [] and len(part["failed"]) == len(targets.RECORDED)
     assert all(f["error"] for f in part["failed"])
-    for view in ("summary", "stalls", "littles-law", "bytes", "readings"):
+    for view in ("summary", "stalls", "littles-law", "bytes", "readings", "horner-fix", "mix", "sass"):
         with pytest.raises(pages.MissingResults):
             pages.render("profiles", view, root=tmp_path)
 
@@ -286,6 +407,74 @@ def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
     assert "ratio" in pages.render("profiles", "bytes", root=tmp_path)
     read = pages.render("profiles", "readings", root=tmp_path)
     assert "near the memory limit" in read and "latency" not in read.split("matmul")[0]
+    for view in ("mix", "sass"):                    # a record without SASS summaries
+        assert "holds no instruction statistics" in pages.render("profiles", view, root=tmp_path)
+
+
+def _real_rows(with_sass: bool = True) -> list[dict]:
+    """Rows as ``profiles.profile_one`` writes them, from the trimmed real pages; the fields the
+    trimmed raw pages lack are filled with made-up values (not measurements)."""
+    rows = []
+    for name in (MATMUL, NUMBA, CUDA_C):
+        t = targets.TARGETS[name]
+        key = ncu.key_metrics(_raw(name)["metrics"])
+        key.update(dram_pct=1.0, achieved_occupancy_pct=50.0, issue_active_pct=70.0)
+        nbytes, flops = t.work()
+        row = {"name": name, "label": t.label, "n": t.n, **key, "median_s": key["duration_s"],
+               "counted_bytes": nbytes, "counted_flops": flops, "in_flight_bytes_per_thread": t.in_flight,
+               "tflops": flops / key["duration_s"] / 1e12}
+        if with_sass:
+            row.update(sass=ncu.sass_summary(_sass(name)), sass_error=None)
+        else:                                     # the committed record's rows: no such fields
+            for field in ("pipes", "sm_issue_pct"):
+                row.pop(field)
+        rows.append(row)
+    return rows
+
+
+def _save_rows(tmp_path, rows):
+    machine = {**device.machine_record(), "slug": "sample-gpu", "gpu": {"name": "sample"}}
+    results.save("profiles", {"gpu": {"n": len(rows), "rows": rows, "failed": [], "ncu_version": "sample",
+                                      "sections": list(ncu.SECTIONS), "warmup_launches": 2}},
+                 root=tmp_path, machine=machine)
+
+
+def test_sass_views_with_the_new_fields(tmp_path):
+    _save_rows(tmp_path, _real_rows())
+    fix = pages.render("profiles", "horner-fix", root=tmp_path)
+    assert "|  | numba loop | CUDA C, 4 per thread |" in fix
+    assert "| busiest pipe | ALU 92 % | FMA 75 % |" in fix and "| FFMA share | 12.0 % | 65.0 % |" in fix
+    assert "faster" in fix and "fewer for the same polynomial" in fix and "(`LDC`) per multiply-add" in fix
+    assert "not in this record" not in fix
+    mix = pages.render("profiles", "mix", root=tmp_path)
+    assert mix.count("| Horner") == 2 and "| **FFMA 65.0**, ULDC 10," in mix and "matmul" in mix
+    assert "| Horner, numba (why GPUs) (139 M) | **FFMA 12.0**, IMAD 33, LDC 15, SEL 15," in mix
+    sass = pages.render("profiles", "sass", root=tmp_path)
+    assert sass.index("matmul") < sass.index("Horner, numba") < sass.index("Horner, CUDA C")
+    assert "`UMOV UR4, UR10`" in sass and "barrier (95 %)" in sass and "| 0x5c60 |" in sass
+    assert sass.split("**Horner, numba")[0].count("| 0x") == views.HOT_MATMUL
+    horner = pages.render("profiles", "horner", root=tmp_path)
+    assert "were the multiply-adds (`FFMA`)" in horner and "**ALU** pipe" in horner
+    r = next(r for r in _real_rows() if r["name"] == MATMUL)
+    r["bank_conflicts"] = 1000.0
+    assert "conflicts per instruction" in views._shared_accesses(r)
+
+
+def test_sass_views_on_an_old_record(tmp_path):
+    rows = [r for r in _real_rows(with_sass=False) if r["name"] != CUDA_C]
+    _save_rows(tmp_path, rows)
+    fix = pages.render("profiles", "horner-fix", root=tmp_path)
+    assert "|  | numba loop |" in fix and "CUDA C" not in fix.split("\n\n")[0]
+    assert "| FFMA share | - |" in fix and "| busiest pipe | - |" in fix     # not in the old record
+    assert "not in this record" in fix and "faster" not in fix
+    for view in ("mix", "sass"):
+        assert "holds no instruction statistics" in pages.render("profiles", view, root=tmp_path)
+    horner = pages.render("profiles", "horner", root=tmp_path)
+    assert "(`FFMA`)" not in horner and "busiest execution pipe" not in horner
+    assert "no count of shared-memory accesses" in views._shared_accesses(rows[0])
+    _save_rows(tmp_path, [r for r in rows if r["name"] != NUMBA])
+    with pytest.raises(pages.MissingResults):          # no Horner row at all: nothing to show
+        pages.render("profiles", "horner-fix", root=tmp_path)
 
 
 def _synthetic_gpu_part() -> dict:

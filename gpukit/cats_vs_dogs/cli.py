@@ -33,6 +33,8 @@ def register(sub) -> None:
     p.add_argument("--ema", type=float, default=0.995,
                    help="decay of the weight average that is evaluated and kept (0: none)")
     p.add_argument("--width", type=positive_int, default=32, help="channels of the first stage")
+    p.add_argument("--crop-scale", type=_fraction, default=0.35,
+                   help="smallest area of a training crop, as a fraction of the photo (default %(default)s)")
     p.add_argument("--device", default="auto", help="auto, cuda, cuda:N or cpu")
     p.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (adds compile time)")
@@ -60,6 +62,17 @@ def register(sub) -> None:
     q.add_argument("images", nargs="+", metavar="IMAGE")
     q.add_argument("--device", default="auto")
     q.set_defaults(func=_predict)
+
+
+def _fraction(text: str) -> float:
+    import argparse
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return v
 
 
 def _no_task(parser):
@@ -133,7 +146,8 @@ def _train(args) -> int:
                       precision=args.precision, compile=args.compile, pretrained=args.pretrained,
                       seed=args.seed, limit=args.limit or 0, out=args.out, resume=args.resume,
                       tta=not args.no_tta, progress=not args.quiet, data_mode=args.data_mode,
-                      ema=args.ema, eval_every=args.eval_every, cudnn_benchmark=args.cudnn_benchmark)
+                      ema=args.ema, eval_every=args.eval_every, cudnn_benchmark=args.cudnn_benchmark,
+                      crop_scale=args.crop_scale)
     stores = prepared
     try:
         if args.data.startswith("oxford-pets:"):

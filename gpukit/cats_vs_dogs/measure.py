@@ -442,7 +442,7 @@ def recipe_options(cfg) -> list[str]:
     spelled out, so the results file records what was measured whatever the defaults become)."""
     opts = ["--epochs", cfg.epochs, "--img-size", cfg.img_size, "--width", cfg.width,
             "--batch-size", cfg.batch_size, "--lr", cfg.lr, "--ema", cfg.ema,
-            "--eval-every", cfg.eval_every]
+            "--crop-scale", cfg.crop_scale, "--eval-every", cfg.eval_every]
     if cfg.limit:
         opts += ["--limit", cfg.limit]
     return [str(o) for o in opts]

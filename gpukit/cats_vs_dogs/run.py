@@ -23,8 +23,9 @@ from torch import nn
 
 from . import data as D
 from .checkpoint import CheckpointWriter, check_resumable, load_checkpoint, restore, snapshot
-from .loop import (EMA, TrainConfig, Training, autocast, evaluate, lr_factor, memory_batches, pick_device,
-                   prefetched, resolve_precision, split_batches, stream_batches, sync)
+from .loop import (EMA, NesterovSGD, Schedule, TrainConfig, Training, autocast, evaluate, lr_factor,
+                   memory_batches, pick_device, prefetched, resolve_precision, split_batches,
+                   stream_batches, sync)
 from .model import build_model, count_params
 
 from .photos import STREAM_ABOVE, Prepared, halves
@@ -186,10 +187,9 @@ class Run:
         decay, no_decay = [], []
         for p in model.parameters():
             (no_decay if p.ndim <= 1 else decay).append(p)
-        opt = torch.optim.SGD([{"params": decay, "weight_decay": cfg.weight_decay},
-                               {"params": no_decay, "weight_decay": 0.0}],
-                              lr=lr, momentum=cfg.momentum, nesterov=True)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total_steps, warmup))
+        opt = NesterovSGD([{"params": decay, "weight_decay": cfg.weight_decay},
+                           {"params": no_decay, "weight_decay": 0.0}], lr=lr, momentum=cfg.momentum)
+        sched = Schedule(opt, lambda s: lr_factor(s, total_steps, warmup))
         t = Training(model=model, net=model, opt=opt, sched=sched,
                      criterion=nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing), amp=amp,
                      ema=EMA(model, cfg.ema) if cfg.ema else None, val=self.val, device=dev,
@@ -396,6 +396,7 @@ class Run:
             "tta": cfg.tta, "classes": list(D.CLASSES), "epochs": cfg.epochs,
             "wall_s": wall, "load_s": self.load_s, "train_s": t.trained_s,
             "time_to_model_s": sum(phases.values()), "phases": phases, "decoding": self.decoding,
+            "compiler_imported": "torch._dynamo" in sys.modules,
             "images_per_s": sorted(steady)[len(steady) // 2] if steady else None,
             "n_train": self.n_train, "n_val": len(self.val_all),
             "skipped": len(self.skipped) + sum(self.stream_skipped),  # streamed: the last epoch's count

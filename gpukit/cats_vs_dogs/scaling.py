@@ -79,7 +79,7 @@ def recipe_args(**change) -> list[str]:
 
 
 #: the settings :func:`recipe_args` spells out, in the order of the command line
-RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema", "eval_every")
+RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema", "crop_scale", "eval_every")
 
 #: name -> (training options changed from the recipe, what it is); ``--lr`` is the peak at batch
 #: 256 and the command scales it with the global batch, so batch 512 trains at twice the rate

@@ -71,12 +71,18 @@ def _main(args) -> int:
     k = res["kernels"][0]
     key = ncu.key_metrics(k["metrics"])
     record = {"name": args.name, "label": t.label, "kernel": k["name"], "block": k["block"],
-              "grid": k["grid"], "command": res["command"], **key, "metrics": k["metrics"]}
+              "grid": k["grid"], "command": res["command"], **key, "sass": res.get("sass"),
+              "sass_error": res.get("sass_error"), "metrics": k["metrics"]}
     from ..files import atomic_write
     path = os.path.join(args.out, f"{args.name}.json")
     atomic_write(path, lambda fh: json.dump(record, fh, indent=1))
     for line in ncu.summary_lines(f"{t.label}: {k['name'][:90]}", key):
         print(line)
+    extra = ncu.sass_line(res.get("sass"))
+    if extra:
+        print(extra)
+    elif res.get("sass_error"):
+        print(f"  instructions        not read: {res['sass_error']}")
     print(f"full report: {report} (open it with ncu-ui, or `ncu --import {report} --page details`)")
     print(f"key metrics: {path}")
     return 0

@@ -5,7 +5,9 @@ launches one kernel of an earlier chapter a few times (:mod:`.targets`); ``ncu``
 launches (the compile and a warm-up) and profiles the next one. The report (``.ncu-rep``) is
 kept; :func:`parse_raw_csv` reads ``ncu --import REPORT --csv --page raw --print-units base``
 (one row per profiled kernel, one column per metric) and :func:`key_metrics` picks the few
-numbers a reader needs. :class:`NcuError` carries a one-line reason and its fix: ``ncu``
+numbers a reader needs. :func:`parse_source_csv` reads the report's source page as SASS (one
+row per machine instruction: how often it executed, where the sampled warps stalled) and
+:func:`sass_summary` turns it into the instruction mix and the hottest instructions. :class:`NcuError` carries a one-line reason and its fix: ``ncu``
 missing, counters not permitted, no kernel matched.
 """
 
@@ -23,7 +25,8 @@ import time
 
 #: the sections every profile collects (``ncu --list-sections`` names them)
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats",
-            "WarpStateStats", "SchedulerStats")
+            "WarpStateStats", "SchedulerStats", "SourceCounters", "InstructionStats",
+            "ComputeWorkloadAnalysis")
 #: metrics asked for by name as well, so that the summary never depends on what a section holds
 METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -120,7 +123,9 @@ def classify(output: str, returncode: int | None) -> NcuError | None:
 
 
 def run(target_args: list, regex: str, skip: int, report: str, *, timeout: float = 240) -> dict:
-    """Profile one kernel; returns ``{"command", "seconds", "output", "report", "kernels"}``.
+    """Profile one kernel; returns ``{"command", "seconds", "output", "report", "kernels", "sass",
+    "sass_error"}`` (``sass``: :func:`sass_summary` of the report's source page, or None with
+    ``sass_error`` saying why).
 
     ``report`` is the path without ``.ncu-rep``. Raises :class:`NcuError`. A run that ncu
     refuses for one of our named metrics is tried again with the sections alone; one whose name
@@ -155,11 +160,27 @@ def run(target_args: list, regex: str, skip: int, report: str, *, timeout: float
     kernels = parse_raw_csv(import_raw(exe, report + ".ncu-rep"))
     if not kernels:
         raise NcuError("no-kernel", "ncu wrote a report without a profiled kernel")
-    return {"command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd)),
+    sass, sass_error = None, None
+    try:                                # the SASS view is a bonus: without it the profile stands
+        sass = sass_summary(parse_source_csv(import_source(exe, report + ".ncu-rep")))
+    except (NcuError, ValueError, OSError, subprocess.SubprocessError) as exc:
+        sass_error = str(exc)[:300]
+    return {"sass": sass, "sass_error": sass_error,
+            "command": " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd)),
             "seconds": time.perf_counter() - t0, "used_named_metrics": metrics, "attempts": tried,
             "output": "\n".join(ln for ln in out.splitlines() if ln.startswith("==")
                                 and "gpukit-proc-result" not in ln)[-2000:],
             "report": report + ".ncu-rep", "kernels": kernels}
+
+
+def import_source(exe: str, report: str) -> str:
+    """The report's source page as SASS, one CSV row per instruction (ncu 2023.2 and later)."""
+    cmd = [exe, "--import", report, "--page", "source", "--csv", "--print-source", "sass"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 or '"Address"' not in done.stdout:
+        last = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise NcuError("failed", f"ncu could not print the source page as SASS: {last[-1][:200]}")
+    return done.stdout
 
 
 def import_raw(exe: str, report: str) -> str:
@@ -231,7 +252,114 @@ def parse_raw_csv(text: str) -> list[dict]:
     return kernels
 
 
+# ----------------------------------------------------------------- the source page (SASS)
+
+#: the source page's per-reason sample columns (``stall_long_sb``) -> the reason's name in the
+#: raw page's metrics (``smsp__average_warps_issue_stalled_long_scoreboard_...``)
+SAMPLE_REASONS = {"long_sb": "long_scoreboard", "short_sb": "short_scoreboard",
+                  "math": "math_pipe_throttle", "mio": "mio_throttle", "lg": "lg_throttle",
+                  "imc": "imc_miss", "no_inst": "no_instruction", "dispatch": "dispatch_stall",
+                  "sleep": "sleeping", "tex": "tex_throttle"}
+#: columns the source page must have, and the optional sampling column
+SOURCE_NEEDS = ("Address", "Source", "Instructions Executed")
+SAMPLES = "Warp Stall Sampling (All Samples)"
+#: opcode families shown by name in the mix; the rest are summed as "other"
+MIX_TOP = 8
+
+
+def opcode(sass: str) -> str:
+    """The family of one SASS instruction: ``"@!P0 LDS.U.128 R4, [R2]"`` -> ``"LDS"``."""
+    words = sass.split()
+    if words and words[0].startswith("@"):              # a predicate guards it: @P0, @!PT
+        words = words[1:]
+    return words[0].split(".")[0].rstrip(";") if words else ""
+
+
+def parse_source_csv(text: str) -> list[dict]:
+    """The rows of ``ncu --import R --page source --csv --print-source sass``: ``[{"address",
+    "sass", "executed", "samples", "stalls": {reason: samples}}]`` of the first kernel.
+
+    Lines before the header (``==WARNING==`` lines, the ``"Kernel Name"`` line) are skipped;
+    numbers may carry thousands separators; an empty or ``-`` cell counts as 0. ``samples`` is
+    None when the page has no sampling column. Raises ValueError when the page lacks a column
+    the summary needs.
+    """
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"Address"')), None)
+    if start is None:
+        raise ValueError("not an ncu source page: no header line starting with \"Address\"")
+    body = []
+    for ln in lines[start:]:
+        if ln.startswith('"Kernel Name"'):              # a second kernel's page: not ours
+            break
+        if ln.startswith('"'):
+            body.append(ln)
+    rows = list(csv.reader(io.StringIO("\n".join(body))))
+    header = rows[0]
+    missing = [c for c in SOURCE_NEEDS if c not in header]
+    if missing:
+        raise ValueError(f"the source page has no column {', '.join(map(repr, missing))}")
+    col = {name: i for i, name in enumerate(header)}
+    reasons = {name[len("stall_"):]: i for name, i in col.items()
+               if name.startswith("stall_") and "(" not in name}
+
+    def num(cells, i):
+        v = number(cells[i]) if i is not None and i < len(cells) else None
+        return 0.0 if v is None else v
+    out = []
+    for cells in rows[1:]:
+        if len(cells) < len(SOURCE_NEEDS) or not cells[col["Address"]].strip():
+            continue
+        try:
+            address = int(cells[col["Address"]].strip(), 16)
+        except ValueError:
+            continue
+        stalls = {SAMPLE_REASONS.get(r, r): num(cells, i) for r, i in reasons.items()}
+        out.append({"address": address, "sass": " ".join(cells[col["Source"]].split()),
+                    "executed": num(cells, col["Instructions Executed"]),
+                    "samples": num(cells, col[SAMPLES]) if SAMPLES in col else None,
+                    "stalls": {k: v for k, v in stalls.items() if v}})
+    return out
+
+
+def sass_summary(rows: list[dict], top: int = 5) -> dict:
+    """What a reader needs from the SASS rows of one kernel: ``instructions`` (warp instructions
+    executed), ``mix`` (``[[family, share], ...]``, the top :data:`MIX_TOP` families by share of
+    executed instructions, then ``"other"``), ``ffma_share``, ``samples`` (warp stall samples, None
+    without sampling) and ``hot``: the ``top`` instructions by samples, each with its offset from
+    the kernel's first instruction, its text, its share of the samples and its largest reason."""
+    if not rows:
+        raise ValueError("the source page holds no instruction")
+    base = min(r["address"] for r in rows)
+    total = sum(r["executed"] for r in rows)
+    families: dict[str, float] = {}
+    for r in rows:
+        if r["executed"]:
+            fam = opcode(r["sass"])
+            families[fam] = families.get(fam, 0.0) + r["executed"]
+    ranked = sorted(families.items(), key=lambda kv: -kv[1])
+    mix = [[fam, n / total] for fam, n in ranked[:MIX_TOP]] if total else []
+    rest = sum(n for _, n in ranked[MIX_TOP:])
+    if total and rest:
+        mix.append(["other", rest / total])
+    sampled = [r for r in rows if r["samples"]]
+    samples = sum(r["samples"] for r in sampled) if all(r["samples"] is not None for r in rows) else None
+    hot = []
+    for r in sorted(sampled, key=lambda r: -r["samples"])[:top] if samples else []:
+        reason = max(r["stalls"].items(), key=lambda kv: kv[1]) if r["stalls"] else (None, 0)
+        hot.append({"offset": r["address"] - base, "sass": r["sass"][:80], "executed": r["executed"],
+                    "share": r["samples"] / samples, "reason": reason[0],
+                    "reason_share": reason[1] / r["samples"] if reason[0] else None})
+    return {"instructions": total, "lines": len(rows), "mix": mix,
+            "ffma_share": families.get("FFMA", 0.0) / total if total else None,
+            "samples": samples, "hot": hot}
+
+
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+
+
+#: instructions executed per pipe, in % of the pipe's peak (Compute Workload Analysis)
+PIPE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9]+)\.avg\.pct_of_peak_sustained_active$")
 
 
 def _first(m: dict, *names):
@@ -249,6 +377,11 @@ def key_metrics(m: dict) -> dict:
         if hit and "not_issued" not in name and value is not None:
             stalls[hit.group(1)] = value
     top = sorted(stalls.items(), key=lambda kv: -kv[1])[:4]
+    pipes = {}
+    for name, value in m.items():
+        hit = PIPE.match(name)
+        if hit and value:
+            pipes[hit.group(1)] = value
     conflicts = [_first(m, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum")
                  for op in ("ld", "st")]
     return {
@@ -270,6 +403,9 @@ def key_metrics(m: dict) -> dict:
         "cycles_per_issue": _first(m, "smsp__average_warp_latency_per_inst_issued.ratio"),
         "issue_active_pct": _first(m, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
         "top_stalls": [{"reason": k, "cycles_per_issue": v} for k, v in top],
+        "pipes": dict(sorted(pipes.items(), key=lambda kv: -kv[1])) if pipes else None,
+        "sm_issue_pct": _first(m, "sm__inst_issued.avg.pct_of_peak_sustained_active",
+                               "sm__inst_issued.avg.pct_of_peak_sustained_elapsed"),
         "bank_conflicts": (None if all(c is None for c in conflicts)
                            else sum(c for c in conflicts if c is not None)),
     }
@@ -291,4 +427,16 @@ def summary_lines(label: str, k: dict) -> list[str]:
             f"{s['reason']} {s['cycles_per_issue']:.1f}" for s in k["top_stalls"]) + " (cycles per issued instruction)")
     if k["bank_conflicts"]:
         lines.append(f"  shared bank conflicts {k['bank_conflicts']:,.0f}")
+    if k.get("pipes"):
+        lines.append("  busiest pipes       " + ", ".join(
+            f"{p} {v:.0f} %" for p, v in list(k["pipes"].items())[:3]) + " (of each pipe's peak)")
     return lines
+
+
+def sass_line(s: dict | None) -> str | None:
+    """One line for the terminal: the FFMA share and the two largest opcode families."""
+    if not s or s.get("ffma_share") is None:
+        return None
+    fams = ", ".join(f"{f} {100 * v:.0f} %" for f, v in s["mix"][:2] if f != "other")
+    return (f"  instructions        FFMA {100 * s['ffma_share']:.1f} % of {s['instructions']:,.0f} warp "
+            f"instructions executed; largest families {fams}")

@@ -1,8 +1,10 @@
-"""``gpukit bench profiles``: Nsight Compute's key metrics for six kernels of earlier chapters.
+"""``gpukit bench profiles``: Nsight Compute's key metrics for kernels of earlier chapters.
 
 Each kernel of :data:`.targets.RECORDED` is profiled by ``ncu`` in a fresh process (the launch
 after the compile and one warm-up); the key metrics of its report are recorded with the bytes
-and FLOPs its work needs at least. Where ``ncu`` is missing or may not read the counters, every
+and FLOPs its work needs at least, and the summary of its SASS (the instruction mix and the
+instructions where the sampled warps stalled most; ``sass`` is None, with ``sass_error`` saying
+why, where ncu could not print the source page). Where ``ncu`` is missing or may not read the counters, every
 kernel is recorded under ``failed`` with the reason, and the page's views skip this machine.
 """
 
@@ -38,7 +40,7 @@ def profile_one(name: str, folder: str) -> dict:
            "median_s": key["duration_s"], "counted_bytes": nbytes, "counted_flops": flops,
            "in_flight_bytes_per_thread": t.in_flight, "ncu_s": res["seconds"],
            "command": res["command"], "used_named_metrics": res["used_named_metrics"],
-           "metrics": len(k["metrics"])}
+           "metrics": len(k["metrics"]), "sass": res.get("sass"), "sass_error": res.get("sass_error")}
     if key["duration_s"]:
         row["counted_gbs"] = nbytes / key["duration_s"] / 1e9
         row["tflops"] = flops / key["duration_s"] / 1e12 if flops else None

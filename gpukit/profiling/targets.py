@@ -53,10 +53,12 @@ TARGETS = {
                                    "numba_softmax_kernel", "memory", 8192, None),
     "why-gpus-horner": Target("degree-128 polynomial, numba kernel (why GPUs)", "why_gpus",
                               "horner_kernel", "compute", 2**24, None),
+    "why-gpus-horner-cuda-c": Target("degree-128 polynomial, CUDA C kernel, 4 elements per thread "
+                                     "(why GPUs)", "why_gpus", r"hornerILi4E|horner<4>", "compute", 2**24, None),
 }
-#: what ``gpukit bench profiles`` records (ncu replays each kernel tens of times: six is plenty)
+#: what ``gpukit bench profiles`` records (ncu replays each kernel tens of times: a few are plenty)
 RECORDED = ("vector-add-numba", "vector-add-numba-x4", "vector-add-cupy-raw", "matmul-warptile",
-            "ladder-softmax-numba", "why-gpus-horner")
+            "ladder-softmax-numba", "why-gpus-horner", "why-gpus-horner-cuda-c")
 #: launches before the profiled one: the first compiles, the second warms up
 WARMUP = 2
 
@@ -101,7 +103,7 @@ def _softmax(rows: int):
         (lambda: check(out.copy_to_host(), x, scale, bias, what="numba softmax"))
 
 
-def _horner(n: int):
+def _horner(n: int, cuda_c: bool = False):
     from numba import cuda
     from gpukit.verify import check_close
     from gpukit.why_gpus import RTOL, reference
@@ -117,6 +119,9 @@ def _horner(n: int):
             from gpukit.verify import Mismatch
             raise Mismatch("horner: some elements were never written")
         return check_close(host[sample], reference("poly", x[sample]), rtol=RTOL["poly"], what="horner")
+    if cuda_c:                                          # the fixed kernel: CUDA C, 4 elements per thread
+        from gpukit.why_gpus.kernels import horner_cuda_c
+        return (lambda: horner_cuda_c(n, dx, out, elems=4)), check
     return (lambda: launch_poly("poly", n, dx, out)), check
 
 
@@ -129,8 +134,8 @@ def setup(name: str, n: int | None = None):
         return _matmul(n)
     if name == "ladder-softmax-numba":
         return _softmax(n)
-    if name == "why-gpus-horner":
-        return _horner(n)
+    if name in ("why-gpus-horner", "why-gpus-horner-cuda-c"):
+        return _horner(n, cuda_c=name.endswith("cuda-c"))
     impl, backend = {"vector-add-numba": ("grid-stride", "numba-cuda"),
                      "vector-add-numba-x4": ("grid-stride-x4", "numba-cuda"),
                      "vector-add-cupy-raw": ("raw", "cupy"),

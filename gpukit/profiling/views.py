@@ -1,5 +1,5 @@
 """The chapter's tables and plots, from ``profiling.json`` (streams, managed memory, the PyTorch
-profiler) and ``profiles.json`` (Nsight Compute's metrics of six kernels)."""
+profiler) and ``profiles.json`` (Nsight Compute's metrics and SASS summaries of a few kernels)."""
 
 from __future__ import annotations
 
@@ -242,7 +242,8 @@ def _profiles(data: dict) -> list[dict]:
 SHORT = {"vector-add-numba": "vector add, numba", "vector-add-numba-x4": "vector add, numba, 4 loads",
          "vector-add-cupy-raw": "vector add, CuPy raw", "vector-add-cupy-elementwise": "vector add, CuPy elementwise",
          "matmul-warptile": "matmul warptile (CUDA C)", "ladder-softmax-numba": "softmax, numba (ladder)",
-         "why-gpus-horner": "Horner, numba (why GPUs)"}
+         "why-gpus-horner": "Horner, numba (why GPUs)",
+         "why-gpus-horner-cuda-c": "Horner, CUDA C, 4 per thread"}
 
 
 def _name(r: dict) -> str:
@@ -466,11 +467,28 @@ def matmul_reading(slug: str, data: dict) -> str:
            "FP32 peak." if peak and r.get("tflops") else "."),
         f"- **Bank conflicts.** ncu counted {fmt_num(r['bank_conflicts'])} shared-memory bank conflicts in the "
         f"launch, yet neither *short scoreboard* nor *mio throttle* (the waits for shared memory) is among "
-        f"its top {len(r['top_stalls'])} stall reasons. The record keeps no count of shared-memory accesses to "
-        "set the conflicts against, and no run without them: what removing them (padding or swizzling the "
-        "tiles) would gain is an open question.",
+        f"its top {len(r['top_stalls'])} stall reasons. " + _shared_accesses(r)
+        + "The record holds no run without the conflicts: what removing them (padding or swizzling the tiles) "
+          "would gain is an open question.",
     ]
     return "\n".join(lines)
+
+
+def _family(r: dict, name: str) -> float | None:
+    """Warp instructions of one opcode family the kernel executed, from its SASS mix; None where
+    the record has no mix or the family is not among its named families."""
+    s = r.get("sass") or {}
+    share = next((v for f, v in s.get("mix") or [] if f == name), None)
+    return share * s["instructions"] if share is not None and s.get("instructions") else None
+
+
+def _shared_accesses(r: dict) -> str:
+    lds, sts = _family(r, "LDS"), _family(r, "STS")
+    if lds is None or sts is None or r.get("bank_conflicts") is None:
+        return "The record keeps no count of shared-memory accesses to set the conflicts against. "
+    count = lds + sts                   # the conflicts counted are those of loads and stores
+    return (f"Against the {fmt_num(count)} warp-wide shared-memory loads and stores it executed (`LDS` and "
+            f"`STS` in its SASS), that is {fmt_num(r['bank_conflicts'] / count, 2)} conflicts per instruction. ")
 
 
 @pages.renderer("profiles", "horner")
@@ -485,6 +503,7 @@ def horner_reading(slug: str, data: dict) -> str:
             f"largest stall reasons are {_stalls(r)} (cycles per instruction issued). "
             f"Its counted multiply-adds ran at {fmt_num(r['tflops'], 2)} TFLOP/s"
             + (f", {100 * r['tflops'] / peak:.1f} % of the FP32 peak of {fmt_num(peak, 1)} TFLOP/s." if peak else "."))
+    text += _executed(r)
     why = _other("why_gpus", slug)
     pk = (why or {}).get("poly_kernels") or {}
     rows = pk.get("rows") or []
@@ -501,5 +520,152 @@ def horner_reading(slug: str, data: dict) -> str:
                  f"**{fmt_num(best['tflops'], 1)} TFLOP/s** on the same polynomial there"
                  + (f" ({best['pct_of_peak']:.0f} % of the FP32 peak)" if best.get("pct_of_peak") else "")
                  + ", timed with CUDA events on its own arrays of "
-                 f"{pk['n']:,} elements. That kernel was not profiled.")
+                 f"{pk['n']:,} elements. "
+                 + ("Its profile is in the table below." if _has(data, "why-gpus-horner-cuda-c")
+                    else "That kernel was not profiled in this record."))
     return text
+
+
+def _executed(r: dict) -> str:
+    """What the kernel's instructions were and which pipe they kept busy, where the record has it."""
+    s, text = r.get("sass") or {}, ""
+    if s.get("mix") and s.get("ffma_share") is not None:
+        named = [(f, v) for f, v in s["mix"] if f != "other"][:4]
+        text += (f" Of the {fmt_num(s['instructions'])} warp instructions it executed, **{_share(s['ffma_share'])}** "
+                 "were the multiply-adds (`FFMA`); its largest families were "
+                 + ", ".join(f"`{f}` {100 * v:.0f} %" for f, v in named) + ".")
+    if r.get("pipes"):
+        (pipe, pct), *_ = r["pipes"].items()
+        text += f" Its busiest execution pipe was the **{pipe.upper()}** pipe, at {pct:.0f} % of its peak."
+    return text
+
+
+def _has(data: dict, name: str) -> bool:
+    return any(r["name"] == name for r in _profiles(data))
+
+
+def _top_stall(r: dict) -> str:
+    s = next((s for s in r.get("top_stalls") or [] if s["reason"] != "selected"), None)
+    return "-" if s is None else f"{s['reason'].replace('_', ' ')} ({s['cycles_per_issue']:.1f})"
+
+
+def _busiest_pipe(r: dict, count: int = 1) -> str:
+    pipes = list((r.get("pipes") or {}).items())[:count]
+    return ", ".join(f"{p.upper()} {v:.0f} %" for p, v in pipes) or "-"
+
+
+def _share(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f} %"
+
+
+#: the two Horner kernels, before and after the fix, and their names as columns
+HORNER = ("why-gpus-horner", "why-gpus-horner-cuda-c")
+HORNER_SHORT = {"why-gpus-horner": "numba loop", "why-gpus-horner-cuda-c": "CUDA C, 4 per thread"}
+
+
+@pages.renderer("profiles", "horner-fix")
+def horner_fix(slug: str, data: dict) -> str:
+    """numba's Horner loop next to the CUDA C kernel that fixes it: time, useful FLOPs, how much of
+    what the multiprocessors executed was the multiply-adds, and what the warps waited for."""
+    found = {r["name"]: r for r in _profiles(data) if r["name"] in HORNER}
+    if HORNER[0] not in found:
+        raise NotRecorded(HORNER[0])
+    peak = _peak_tflops(slug)
+    shown = [found[n] for n in HORNER if n in found]
+    # one column per kernel: before and after side by side, narrow enough for a phone
+    cells = {"time (ncu)": lambda r: fmt_time(r["duration_s"]),
+             "TFLOP/s": lambda r: fmt_num(r.get("tflops"), 2) if r.get("tflops") else "-",
+             "of FP32 peak": lambda r: f"{100 * r['tflops'] / peak:.1f} %" if peak and r.get("tflops") else "-",
+             "SM % of peak": lambda r: _bare(r["sm_pct"]),
+             "FFMA share": lambda r: _share((r.get("sass") or {}).get("ffma_share")),
+             "busiest pipe": _busiest_pipe,
+             "top stall": _top_stall}
+    rows = [[what] + [fn(r) for r in shown] for what, fn in cells.items()]
+    text = table([""] + [HORNER_SHORT[r["name"]] for r in shown], rows)
+    text += ("\n\nTFLOP/s: the multiply-adds the polynomial needs (counted from the code) over ncu's duration. "
+             "FFMA share: of the warp instructions the kernel executed, the fused multiply-adds, read off its "
+             "SASS. Busiest pipe: the execution pipe that executed the most instructions for its peak, in % of "
+             "that peak. Top stall: the largest reason other than *selected*, in cycles per issued instruction.")
+    before, after = found[HORNER[0]], found.get(HORNER[1])
+    if after is None:
+        return text + ("\n\nThe CUDA C kernel is not in this record: `gpukit profile why-gpus-horner-cuda-c` "
+                       "profiles it.")
+    lines = []
+    if before["n"] == after["n"] and before.get("duration_s") and after.get("duration_s"):
+        lines.append(f"On the same {before['n']:,} elements, the CUDA C kernel took "
+                     f"{fmt_ratio(after['duration_s'] / before['duration_s'], 3)} numba's time "
+                     f"({fmt_ratio(before['duration_s'] / after['duration_s'], 1)} faster).")
+    sb, sa = before.get("sass") or {}, after.get("sass") or {}
+    if sb.get("instructions") and sa.get("instructions"):
+        lines.append(f"It executed {fmt_num(sa['instructions'])} warp instructions against numba's "
+                     f"{fmt_num(sb['instructions'])}: {fmt_ratio(sb['instructions'] / sa['instructions'], 1)} "
+                     "fewer for the same polynomial on the same elements.")
+    lc, ff = _family(before, "LDC"), _family(before, "FFMA")
+    if lc and ff:
+        lines.append(f"numba's kernel executed {fmt_num(lc / ff, 2)} constant loads (`LDC`) per multiply-add "
+                     "(`FFMA`).")
+    return text + ("\n\n" + "\n".join(f"- {x}" for x in lines) if lines else "")
+
+
+def _no_sass(data: dict) -> str:
+    errors = {r.get("sass_error") for r in _profiles(data) if r.get("sass_error")}
+    why = f" (ncu: {'; '.join(sorted(errors))})" if errors else ""
+    return ("This record holds no instruction statistics: it was made before the source page was read, or "
+            f"ncu could not print it{why}. `gpukit bench profiles --save` records them.")
+
+
+@pages.renderer("profiles", "mix")
+def instruction_mix(slug: str, data: dict) -> str:
+    """What each kernel executed: its opcode families by share of the warp instructions, and the
+    pipes that executed them."""
+    rows = []
+    for r in _profiles(data):
+        s = r.get("sass") or {}
+        if not s.get("mix"):
+            continue
+        ffma = s.get("ffma_share")
+        first = [f"**FFMA {100 * ffma:.1f}**"] if ffma is not None else []
+        fams = ", ".join(first + [f"{f} {100 * v:.0f}" for f, v in s["mix"]
+                                  if f not in ("other", "FFMA") and v >= 0.005])
+        rows.append([f"{_name(r)} ({fmt_num(s['instructions'] / 1e6)} M)", fams or "-", _busiest_pipe(r, 3)])
+    if not rows:
+        return _no_sass(data)
+    return (table(["kernel (warp instructions)", "families, % of instructions", "busiest pipes, % of peak"],
+                  rows, align="lll")
+            + "\n\nM: millions of warp instructions executed. A family is the SASS mnemonic without its modifiers "
+              "(`FFMA.FTZ` counts as `FFMA`); families under 0.5 % of the instructions are left out. Pipes: the "
+              "instructions each execution pipe executed, in % of its peak (Nsight Compute's compute workload "
+              "analysis).")
+
+
+#: how many of the hottest instructions the SASS view shows, for matmul and for the others
+HOT_MATMUL, HOT_OTHER = 5, 3
+
+
+@pages.renderer("profiles", "sass")
+def hot_sass(slug: str, data: dict) -> str:
+    """The source view as SASS: the instructions where the sampled warps were found most often,
+    and why they were waiting there; matmul first, then the two Horner kernels."""
+    order = ["matmul-warptile", *HORNER]
+    blocks = []
+    for r in sorted((r for r in _profiles(data) if r["name"] in order), key=lambda r: order.index(r["name"])):
+        s = r.get("sass") or {}
+        if not s.get("hot"):
+            continue
+        count = HOT_MATMUL if r["name"] == "matmul-warptile" else HOT_OTHER
+        warps = (r["grid_size"] * r["block_size"] / 32 if r.get("grid_size") and r.get("block_size")
+                 else None)
+        rows = [[f"{h['offset']:#06x}", f"`{h['sass']}`",
+                 fmt_num(h["executed"] / warps, 0 if h["executed"] % warps == 0 else 2) if warps else "-",
+                 _share(h["share"]),
+                 "-" if not h.get("reason") else f"{h['reason'].replace('_', ' ')} ({100 * h['reason_share']:.0f} %)"]
+                for h in s["hot"][:count]]
+        top = sum(h["share"] for h in s["hot"][:count])
+        blocks.append(f"**{_name(r)}**: {fmt_num(s['samples'])} warp samples over {s['lines']:,} SASS "
+                      f"instructions; these {len(rows)} hold {_share(top)} of them.\n\n"
+                      + table(["offset", "SASS", "per warp", "samples", "top reason"], rows, align="llrrl"))
+    if not blocks:
+        return _no_sass(data)
+    return ("\n\n".join(blocks) + "\n\nOffset: bytes from the kernel's first instruction. Per warp: how often "
+            "each warp executed the instruction, on average. Samples: the instruction's share of the kernel's warp "
+            "samples. Top reason: the state most of its samples found the warp in, with its share of them.")
