@@ -324,25 +324,129 @@ def test_without_a_same_run_measurement_the_ten_times_target_is_not_judged():
     assert md.count("**met**") + md.count("**missed**") == 1        # only the real-photo target
 
 
-def _ddp(args):
-    row = {"gpus": 1, "seed": 0, "args": args, "val_acc": 0.9, "wall_s": 40.0, "images_per_s": 26000.0,
-           "ranks_agree": False}
-    return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-11-30T00:52:54+00:00"},
-            "gpu": {"n": 1, "gpus": 2, "rows": [
-                {**row, "regime": "128 px, recipe as in the chapter"},
-                {**row, "gpus": 2, "ranks_agree": True, "regime": "128 px, recipe as in the chapter"}]}}
+def _ddp_record(wide_step_s=0.030, ranks_agree=True):
+    """A scaling record shaped like ``scaling.run``'s: two regimes, their step breakdowns, and
+    end-to-end runs on 1 and 2 GPUs (the wide regime's 2-GPU step set by ``wide_step_s``)."""
+    from gpukit.cats_vs_dogs.scaling import recipe_args
+    regimes = {"chapter": {"what": "the chapter's recipe", "args": recipe_args()},
+               "wide": {"what": "160 px, width 96, batch 512, 200 epochs",
+                        "args": recipe_args(img_size=160, width=96, batch_size=512, epochs=200)}}
+
+    def steps(regime, one_s, half_s, ddp_s, no_sync_s, batch):
+        return {"regime": regime, "what": regimes[regime]["what"],
+                "one": {"one_gpu_step_s": one_s, "one_gpu_half_batch_step_s": half_s, "params": 2_000_000,
+                        "batch": batch},
+                "many": {"ddp": [{"wrapping": "default", "options": {}, "step_s": ddp_s, "no_sync_step_s": no_sync_s},
+                                 {"wrapping": "bucket view + static graph",
+                                  "options": {"gradient_as_bucket_view": True, "static_graph": True},
+                                  "step_s": ddp_s * 0.98}],
+                         "all_reduce_s": 0.0004, "all_reduce_bytes": 8_000_000}}
+
+    def row(regime, gpus, seed, acc, t):
+        return {"regime": regime, "label": regime + " label", "gpus": gpus, "seed": seed, "test_acc": acc,
+                "test_ci": [acc - 0.02, acc + 0.02], "selection_acc": acc, "val_acc": acc, "time_to_model_s": t,
+                "phases": {"import torch": 3.0, "training steps": t - 6.0}, "process_s": t + 1, "images_per_s": 30000.0, "epoch_s": 0.05,
+                "digests": {"0": "a", "1": "a" if ranks_agree else "b"} if gpus > 1 else {},
+                "ranks_agree": ranks_agree if gpus > 1 else False, "args": regimes[regime]["args"]}
+    rows = [row("chapter", 1, 0, 0.94, 18.0), row("chapter", 2, 0, 0.93, 20.0),
+            row("wide", 1, 0, 0.80, 60.0), row("wide", 1, 1, 0.84, 62.0),
+            row("wide", 2, 0, 0.82, 36.0), row("wide", 2, 1, 0.83, 37.0),
+            {"regime": "wide", "label": "wide label", "gpus": 2, "seed": 2, "error": ["NCCL timeout"]},
+            {"regime": "wide", "label": "wide label", "gpus": 2, "seed": 3, "skipped": "time budget (900 s)"}]
+    return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-11-30T18:45:00+00:00"},
+            "gpu": {"n": 2, "gpus": 2, "regimes": regimes, "rows": rows,
+                    "steps": [steps("chapter", 0.0056, 0.0035, 0.0062, 0.0040, 256),
+                              steps("wide", 0.056, 0.029, wide_step_s, 0.0295, 512)]}}
 
 
-def test_scaling_table_recorded_without_its_recipe_is_marked():
+def _render(name, view, data):
     import importlib
 
     from gpukit import pages
     importlib.import_module("gpukit.cats_vs_dogs.views")            # registers the renderers
-    render = pages.RENDERERS[("cats_vs_dogs_ddp", "table")]
-    md = render("test", _ddp([]))
-    assert md.startswith('!!! warning "Recorded before the chapter\'s recipe"')
-    assert "peak learning rate of 0.2 and no weight average" in md and "passed no options" in md
-    assert "recipe as in the chapter" not in md         # the label cannot claim the recipe
+    return pages.RENDERERS[(name, view)]("test", data)
+
+
+def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
+    md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
+    # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
+    assert "1.87x** the images/s of one" in md and "(wide regime, the command's wrapping): **met** (1.87x)" in md
+    assert "DDP bookkeeping: `no_sync` step - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
+    assert "exposed gradient exchange: DDP step - `no_sync` step | 500.0 µs" in md   # 30.0 - 29.5 ms
+    assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
+    assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
+    slow = _render("cats_vs_dogs_ddp", "steps", _ddp_record(wide_step_s=0.032))
+    assert "(wide regime, the command's wrapping): **missed** (1.75x)" in slow
+    assert slow.count("**met**") + slow.count("**missed**") == 1            # only the wide regime is judged
+    record = _ddp_record()
+    record["gpu"]["steps"] = record["gpu"]["steps"][:1]                   # the wide regime not measured
+    assert "(wide regime): **not judged**" in _render("cats_vs_dogs_ddp", "steps", record)
+
+
+def test_ddp_runs_judge_time_accuracy_and_identical_weights():
+    md = _render("cats_vs_dogs_ddp", "runs", _ddp_record())
+    assert "Identical weights on every process: **met** (3 of 3 multi-GPU runs)" in md
+    wide = next(line for line in md.splitlines() if line.startswith("- `wide`"))
+    assert "**1.67x**" in wide and "at the same accuracy: **met**" in wide        # 61 s / 36.5 s
+    assert "within the spread of its 2 one-GPU seeds (80.0 % to 84.0 %): **met**" in wide
+    assert "would shrink by at most 1.82x" in wide      # 61 s, 55 s of it steps: 61 / (6 + 27.5)
+    chapter = next(line for line in md.splitlines() if line.startswith("- `chapter`"))
+    # one seed per GPU count and no training record for this machine: accuracy not judged, nor the time
+    assert "**not judged**" in chapter and "at the same accuracy: **missed**" in chapter
+    assert "failed: NCCL timeout" in md and "skipped: time budget (900 s)" in md
+    split = _render("cats_vs_dogs_ddp", "runs", _ddp_record(ranks_agree=False))
+    assert "Identical weights on every process: **missed** (0 of 3" in split and "**NO**" in split
+
+
+def _sweep_record(chosen_test=0.9346):
+    def row(name, changes, sel, test):
+        return {"name": name, "changes": changes, "seeds": [0, 1, 2], "selection_mean": sel, "test_mean": test,
+                "test_min": test - 0.01, "test_max": test + 0.01, "median_s": 14.0}
+    runs = [{"variant": "recipe", "seed": 0, "n_selection": 500, "n_test": 500}]
+    return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-11-30T18:19:41+00:00"},
+            "base": {"lr": 0.05, "ema": 0.995, "label_smoothing": 0.1, "crop_scale": 0.25, "epochs": 250,
+                     "width": 32}, "seeds": [0, 1, 2], "gpus": 2, "runs": runs,
+            "sweep": {"rows": [row("recipe", {}, 0.9307, 0.9346), row("crop0.35", {"crop_scale": 0.35}, 0.9407,
+                                                                         chosen_test)], "chosen": "crop0.35"}}
+
+
+def test_sweep_table_shows_the_deciding_and_the_reporting_half():
+    md = _render("cats_vs_dogs_sweep", "table", _sweep_record())
+    assert "selection half, mean (decides)" in md and "test half, mean (reports)" in md
+    first = next(line for line in md.splitlines() if line.startswith("| **`"))
+    assert "crop0.35" in first and "(chosen)" in first and "**94.1 %**" in first   # sorted by the selection half
+    assert "leads the base recipe by 1.0 points on the selection half" in md
+    assert "equal to the base recipe's" in md
+    other = _render("cats_vs_dogs_sweep", "table", _sweep_record(chosen_test=0.9446))
+    assert "equal to" not in other and "+1.0 points from the base recipe's 93.5 %" in other
+
+
+def _training_record(times=(17.0, 18.0, 19.0), accs=(0.92, 0.94, 0.944)):
+    rows = [{"seed": k, "test_acc": a, "test_ci": [a - 0.024, a + 0.018], "selection_acc": a, "val_acc": a,
+             "time_to_model_s": t, "process_s": t + 1, "images_per_s": 39000.0, "n_test": 500, "n_selection": 500,
+             "phases": {"import torch": 3.0, "training steps": t - 3.0},
+             "decoding": {"how": "16 processes", "seconds": 3.0, "waited_s": 0.07}}
+            for k, (t, a) in enumerate(zip(times, accs))]
+    config = {"width": 32, "epochs": 250, "img_size": 128, "batch_size": 256, "crop_scale": 0.35}
+    return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-11-30T18:31:20+00:00"},
+            "training": {"n": 2000, "n_val": 1000, "rows": rows, "config": config, "params": 1.95e6,
+                         "precision": "bf16", "tta": True}}
+
+
+def test_training_summary_judges_time_and_mean_test_accuracy():
+    md = _render("cats_vs_dogs", "summary", _training_record())
+    assert "in at most 25 s: **met** (slowest seed 19.00 s" in md
+    assert "at least 93 %: **met** (93.47 %)" in md and "either side of the target" in md
+    late = _render("cats_vs_dogs", "summary", _training_record(times=(17.0, 26.0, 19.0), accs=(0.90, 0.92, 0.93)))
+    assert "**missed** (slowest seed 26.00 s" in late and "**missed** (91.67 %)" in late
+    assert "either side" not in late
+
+
+def test_phases_add_up_to_the_time_to_a_model():
+    md = _render("cats_vs_dogs", "phases", _training_record())
+    assert "| **time to a model** | **17.00 s** | **18.00 s** | **19.00 s** | **18.00 s** | 100 % |" in md
+    assert "| import torch | 3.00 s | 3.00 s | 3.00 s | 3.00 s | 16.7 % |" in md
+    assert "waited 70.00 ms for the workers" in md
 
 
 def test_scaling_runs_spell_out_the_recipe_they_train():

@@ -52,3 +52,16 @@ def test_the_benchmark_needs_two_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(RuntimeError, match="at least 2 GPUs"):
         scaling.run(None, 1)
+
+
+def test_an_old_data_parallel_record_shows_a_note_and_none_of_its_numbers():
+    from gpukit import pages
+    from gpukit.cats_vs_dogs import views  # noqa: F401 - registers the renderers
+    old = {"machine": {"date": "2026-11-30T00:52:54+00:00", "gpu": {"name": "NVIDIA H200"}},
+           "gpu": {"n": 2, "gpus": 2, "rows": [{"regime": "r", "gpus": 2, "seed": 0, "val_acc": 0.8123,
+                                                "images_per_s": 20879.0, "wall_s": 47.25}]}}
+    steps = pages.RENDERERS[("cats_vs_dogs_ddp", "steps")]("test", old)
+    runs = pages.RENDERERS[("cats_vs_dogs_ddp", "runs")]("test", old)
+    assert steps.startswith('!!! note "Not yet recorded') and "2026-11-30 00:52 UTC" in steps
+    for md in (steps, runs):
+        assert "20,879" not in md and "81.2" not in md and "47" not in md

@@ -120,8 +120,8 @@ class NesterovSGD:
     nesterov=True)``, written with torch's multi-tensor (``_foreach``) operations.
 
     Why not ``torch.optim.SGD``: building one calls methods that import torch's compiler
-    (``torch._dynamo``) on first use (1.2 s with torch 2.14 on a 2-core machine, longer on the
-    GPU runner: start-up that trains nothing). The arithmetic is the same (a test compares the two step by step), and so is the
+    (``torch._dynamo``) on first use: start-up that trains nothing, which the chapter's time
+    breakdown showed as seconds before this class replaced it. The arithmetic is the same (a test compares the two step by step), and so is the
     format of :meth:`state_dict`, so checkpoints of either load into the other.
     """
 
