@@ -29,6 +29,25 @@ WRAPPINGS = {
 TAG = "gpukit-ddp-steps "
 
 
+def synthetic_step(net, params, n: int, img: int, *, weight_decay: float = 5e-4):
+    """One training step of ``net`` on a synthetic batch of ``n`` photos of ``img`` px already on
+    the GPU (bf16 autocast, channels_last, the recipe's loss, torch's Nesterov SGD): a callable."""
+    import torch
+    from torch import nn
+    crit = nn.CrossEntropyLoss(label_smoothing=0.1)
+    x = torch.randn(n, 3, img, img, device="cuda").contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, 2, (n,), device="cuda")
+    opt = torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=weight_decay)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = crit(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
 def _timed(fn, steps: int, warmup: int) -> float:
     """Seconds per call of ``fn`` over ``steps`` calls after ``warmup``, slowest process's."""
     import torch
@@ -58,20 +77,9 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int) -> dict:
         dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
-    crit = nn.CrossEntropyLoss(label_smoothing=0.1)
 
     def stepper(net, params, n):
-        x = torch.randn(n, 3, img, img, device="cuda").contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, 2, (n,), device="cuda")
-        opt = torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
-
-        def step():
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = crit(net(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        return step
+        return synthetic_step(net, params, n, img)
 
     out = {"img": img, "width": width, "batch": batch, "world": world, "steps": steps}
     model = build_model(width).cuda().to(memory_format=torch.channels_last)

@@ -159,12 +159,14 @@ class NesterovSGD:
             torch._foreach_add_(params, grads, alpha=-g["lr"])             # w = w - lr * that
 
     def state_dict(self) -> dict:
+        groups, first = [], 0
+        for g in self.param_groups:       # parameters are numbered across the groups, as torch does
+            groups.append({"lr": g["lr"], "initial_lr": g["initial_lr"], "momentum": self.momentum,
+                           "weight_decay": g["weight_decay"], "nesterov": True, "dampening": 0,
+                           "params": list(range(first, first + len(g["params"])))})
+            first += len(g["params"])
         return {"state": {i: {"momentum_buffer": b} for i, b in self.buffers.items()},
-                "param_groups": [{"lr": g["lr"], "initial_lr": g["initial_lr"], "momentum": self.momentum,
-                                  "weight_decay": g["weight_decay"], "nesterov": True, "dampening": 0,
-                                  "params": list(range(sum(len(h["params"]) for h in self.param_groups[:k]),
-                                                       sum(len(h["params"]) for h in self.param_groups[:k + 1])))}
-                                 for k, g in enumerate(self.param_groups)]}
+                "param_groups": groups}
 
     def load_state_dict(self, state: dict):
         if len(state["param_groups"]) != len(self.param_groups):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -499,7 +500,7 @@ def _time_to_model(root, cfg, seeds: int, gpus: int, folder: str) -> dict:
         launched = [_launch(root, cfg, seeds + k, folder, k) for k in range(2)]
         both = [_finish(x) for x in launched]
         wall = time.perf_counter() - t0
-        one = sorted(r["process_s"] for r in runs)[len(runs) // 2]
+        one = statistics.median_high(r["process_s"] for r in runs)
         pair = {"wall_s": wall, "runs": [_brief(r) for r in both], "one_run_median_s": one,
                 "throughput_ratio": 2 * one / wall, "seeds": [seeds, seeds + 1]}
         print(f"    both done in {wall:.1f} s: {pair['throughput_ratio']:.2f}x the runs per hour", flush=True)
@@ -518,24 +519,13 @@ def cudnn_probe(benchmark: bool) -> dict:
     """In a fresh process: the first training steps and the steady step of the recipe's network
     on a synthetic batch, with cuDNN timing its algorithms (``benchmark``) or choosing by rule."""
     import torch
-    from torch import nn
 
+    from .ddp_steps import synthetic_step
     from .model import build_model
     torch.backends.cudnn.benchmark = benchmark
-    dev = torch.device("cuda")
     torch.manual_seed(0)
-    m = build_model(32).to(dev, memory_format=torch.channels_last)
-    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, nesterov=True)
-    crit = nn.CrossEntropyLoss(label_smoothing=0.1)
-    x = torch.randn(256, 3, 128, 128, device=dev).contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, 2, (256,), device=dev)
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = crit(m(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    m = build_model(32).to("cuda", memory_format=torch.channels_last)
+    step = synthetic_step(m, m.parameters(), 256, 128, weight_decay=0.0)
     first = []
     for _ in range(3):
         t0 = time.perf_counter()

@@ -232,9 +232,9 @@ def _decode_chunk(paths: list[str], size: int):
 class Decoding:
     """Lists of photos being decoded in the background; :meth:`result` waits for them.
 
-    Before torch is imported the workers are forked processes: PIL's JPEG decoding releases
-    Python's lock, but resizing, cropping and the per-photo Python around them hold it, so
-    threads do not scale (the chapter measures both). A fork is safe then (no CUDA, no threads
+    Before torch is imported the workers are forked processes: in the chapter's measurement PIL
+    on threads scaled poorly (why is not profiled), and processes can run while the main process
+    imports torch. A fork is safe then (no CUDA, no threads
     yet), and the decoding overlaps the import of torch. Once torch is loaded, forking is not
     (its thread pools and CUDA state would be copied), so a few threads do the work instead.
     """

@@ -252,9 +252,12 @@ class Run:
         # Training looks at the selection half of the validation photos only; the test half is
         # evaluated once, at the end (see the chapter's "honest test split").
         sel, test = halves(val.labels.tolist())
-        if sel and test:
+        if not (sel and test):      # too few photos to split: both halves are all of them
+            sel = test = list(range(len(val)))
+        self.halves = sel, test
+        if sel is not test:
             self.val, self.test = val.subset(sel), val.subset(test)
-        else:                       # too few photos to split: both halves are all of them
+        else:
             self.val = self.test = val
         self.val_all = val
         self.train, self.skipped = train, skipped
@@ -371,8 +374,7 @@ class Run:
         final_model = t.kept_model()
         final = evaluate(final_model, self.val_all, cfg.eval_size, amp=t.amp, tta=cfg.tta)
         right = final["right"]
-        sel, test = halves(self.val_all.labels.tolist())
-        sel, test = (sel, test) if sel and test else (list(range(len(right))),) * 2
+        sel, test = self.halves
         k_test = sum(right[i] for i in test)
         self.phases["final evaluation"] = time.perf_counter() - t0
         timed = [h for h in t.history if not h.get("partial")]

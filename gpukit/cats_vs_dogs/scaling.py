@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,13 +61,8 @@ def train_once(data: str, nproc: int, seed: int, extra: list[str], timeout: int 
         keep = ("val_acc", "selection_acc", "test_acc", "test_ci", "n_test", "time_to_model_s", "phases",
                 "wall_s", "load_s", "train_s", "images_per_s", "epochs", "world_size")
         row.update({k: r.get(k) for k in keep})
-        row["epoch_s"] = _median([h["seconds"] for h in r["history"][1:]] or [0.0])
+        row["epoch_s"] = statistics.median_high([h["seconds"] for h in r["history"][1:]] or [0.0])
         return {**row, **{k: v for k, v in parse(proc.stdout).items() if k in ("digests", "ranks_agree")}}
-
-
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def recipe_args(**change) -> list[str]:
