@@ -1,4 +1,4 @@
-// Runs the CUDA C kernels of gpukit/kernels/matmul.cu on the CPU, for tests without a GPU.
+// Runs the CUDA C kernels of gpukit/matmul/matmul.cu on the CPU, for tests without a GPU.
 //
 // Every CUDA thread of a block is a std::thread; __syncthreads() is a std::barrier;
 // __shared__ arrays become function-local statics, which is right because blocks run one
@@ -36,7 +36,7 @@ std::barrier<>* g_barrier = nullptr;
 #define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() g_barrier->arrive_and_wait()
 
-#include "../../gpukit/kernels/matmul.cu"
+#include "../../gpukit/matmul/matmul.cu"
 
 using Kernel = std::function<void(const float*, const float*, float*, int, int, int, int)>;
 
