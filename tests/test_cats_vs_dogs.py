@@ -370,13 +370,13 @@ def _render(name, view, data):
 def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
     md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
     # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
-    assert "1.87x** the images/s of one" in md and "(wide regime, the command's wrapping): **met** (1.87x)" in md
+    assert "1.87x** the images/s of one" in md and "(wide regime, the command's exchange): **met** (1.87x)" in md
     assert "DDP bookkeeping: `no_sync` step - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
     assert "exposed gradient exchange: DDP step - `no_sync` step | 500.0 µs" in md   # 30.0 - 29.5 ms
     assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
     assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
     slow = _render("cats_vs_dogs_ddp", "steps", _ddp_record(wide_step_s=0.032))
-    assert "(wide regime, the command's wrapping): **missed** (1.75x)" in slow
+    assert "(wide regime, the command's exchange): **missed** (1.75x)" in slow
     assert slow.count("**met**") + slow.count("**missed**") == 1            # only the wide regime is judged
     record = _ddp_record()
     record["gpu"]["steps"] = record["gpu"]["steps"][:1]                   # the wide regime not measured
@@ -496,3 +496,71 @@ def test_nesterov_sgd_makes_the_same_steps_as_torch_optim_sgd():
     assert loop.Schedule(fresh, factor).last_epoch == 0
     with pytest.raises(ValueError):
         loop.NesterovSGD(groups(a)[:1], lr=0.1, momentum=0.9).load_state_dict(ref.state_dict())
+
+
+def test_ddp_steps_use_the_commands_own_exchange_and_report_ddps_first_wrap():
+    from gpukit.cats_vs_dogs.ddp_steps import COMMAND
+    record = _ddp_record()
+    for st in record["gpu"]["steps"]:
+        many = st["many"]
+        default = many["ddp"][0]
+        mine = {"wrapping": COMMAND, "options": {}, "step_s": default["step_s"] * 0.9,
+                "no_sync_step_s": default["no_sync_step_s"] * 0.9}
+        many.update(ddp=[mine, *many["ddp"]], command_wrapping=COMMAND, ddp_first_wrap_s=4.2,
+                    ddp_first_wrap_modules=899, ddp_imports_compiler=True)
+    md = _render("cats_vs_dogs_ddp", "steps", record)
+    # wide: 56 ms on one GPU over 27 ms with the command's exchange
+    assert f"**2 GPUs, `{COMMAND}`**" in md and "**2.07x** the images/s" in md
+    assert "exposed gradient exchange: DDP step - `no_sync` step | 450.0 µs" in md   # 27.0 - 26.55 ms
+    assert "2 GPUs, DDP `default` (no options) | 30.00 ms" in md   # DDP's rows stay, for comparison
+    assert "took 4.20 s and imported 899 modules, torch's compiler (`torch._dynamo`) among them" in md
+
+
+_AVERAGING_SCRIPT = """
+import os, sys, torch, torch.distributed as dist
+from gpukit.cats_vs_dogs.allreduce import AveragedGradients, same_start
+from gpukit.cats_vs_dogs.loop import NesterovSGD
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(rank)                      # different starting weights: same_start must fix them
+net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+net = net.to(memory_format=torch.channels_last)
+same_start(net)
+opt = AveragedGradients(NesterovSGD([{"params": list(net.parameters())}], lr=0.1, momentum=0.9),
+                        net.parameters(), world)
+g = torch.Generator().manual_seed(7)
+x, y = torch.randn(3, 8, 3, 8, 8, generator=g), torch.randint(0, 2, (3, 8), generator=g)
+for step in range(3):                        # each process: its half of each batch
+    opt.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(net(x[step, rank::world]), y[step, rank::world]).backward()
+    opt.step()
+torch.save({"state": net.state_dict(), "grad_is_view": all(p.grad.data_ptr() >= opt.flat.data_ptr()
+            for p in net.parameters())}, os.path.join(sys.argv[1], f"rank{rank}.pt"))
+"""
+
+
+def test_averaged_gradients_on_two_processes_equal_one_process_on_the_whole_batch(tmp_path):
+    """Two gloo processes, each on half of every batch, end where one process ends that trains
+    on the whole batch: the all-reduce averages (not sums) the gradients, into the flat buffer."""
+    script = tmp_path / "avg.py"
+    script.write_text(_AVERAGING_SCRIPT)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(script), str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r0, r1 = (torch.load(tmp_path / f"rank{k}.pt") for k in (0, 1))
+    assert r0["grad_is_view"] and r1["grad_is_view"]
+    # the same training on one process, with the whole batch, from process 0's starting weights
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+    opt = loop.NesterovSGD([{"params": list(net.parameters())}], lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(7)
+    x, y = torch.randn(3, 8, 3, 8, 8, generator=g), torch.randint(0, 2, (3, 8), generator=g)
+    for step in range(3):
+        opt.zero_grad()
+        order = torch.cat([torch.arange(0, 8, 2), torch.arange(1, 8, 2)])  # process 0's half, then 1's
+        torch.nn.functional.cross_entropy(net(x[step, order]), y[step, order]).backward()
+        opt.step()
+    for k, v in net.state_dict().items():
+        assert torch.equal(r0["state"][k], r1["state"][k]), k
+        torch.testing.assert_close(r0["state"][k], v, rtol=1e-5, atol=1e-6)

@@ -8,7 +8,8 @@
 * :mod:`gpukit.cats_vs_dogs.loop` is the training loop (bf16 autocast, channels_last, a weight
   average) and :func:`fit`, which runs it;
 * :mod:`gpukit.cats_vs_dogs.run` is what a run needs around the loop: ``--resume``, Ctrl-C
-  saving a checkpoint, DistributedDataParallel under ``torchrun``, the final report;
+  saving a checkpoint, N processes under ``torchrun``, the final report;
+* :mod:`gpukit.cats_vs_dogs.allreduce` averages the gradients of N processes with one all-reduce;
 * :mod:`gpukit.cats_vs_dogs.checkpoint` writes checkpoints atomically, in the background;
 * :mod:`gpukit.cats_vs_dogs.cli` is ``gpukit train cats-vs-dogs`` and ``gpukit predict``;
 * :mod:`gpukit.cats_vs_dogs.measure` is ``gpukit bench cats-vs-dogs`` and the chapter's tables.

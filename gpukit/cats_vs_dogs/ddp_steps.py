@@ -5,9 +5,12 @@ gpukit.cats_vs_dogs.ddp_steps IMG WIDTH BATCH``: every process trains the chapte
 a synthetic batch already on its GPU (bf16 autocast, channels_last, the recipe's SGD), so the
 numbers are the step alone, without data. With one process it times the step at the global
 batch (one GPU doing all the work) and at the batch one of N processes gets (the compute each
-process does). With N processes it times, for each way of wrapping the model in
-DistributedDataParallel (:data:`WRAPPINGS`), the whole step and the step under ``no_sync()``
-(no gradient exchange), and the all-reduce of a buffer the size of the gradients alone.
+process does). With N processes it times the command's own exchange (:data:`COMMAND`: one
+all-reduce of a flat gradient buffer after backward) with and without the all-reduce, the first
+construction of DistributedDataParallel in a process (and how many modules it imports), then
+for each way of wrapping the model in DistributedDataParallel (:data:`WRAPPINGS`) the whole
+step and the step under ``no_sync()`` (no gradient exchange), and the all-reduce of a buffer
+the size of the gradients alone.
 Process 0 prints one line ``gpukit-ddp-steps {json}``.
 """
 
@@ -19,25 +22,31 @@ import subprocess
 import sys
 import time
 
-#: DistributedDataParallel's options tried, by name
+#: DistributedDataParallel's options tried, by name, against the command's own exchange
+#: (:class:`~gpukit.cats_vs_dogs.allreduce.AveragedGradients`, one all-reduce after backward)
 WRAPPINGS = {
     "default": {},
-    "bucket view + static graph": {"gradient_as_bucket_view": True, "static_graph": True},
-    "one bucket, bucket view + static graph": {"gradient_as_bucket_view": True, "static_graph": True,
-                                               "bucket_cap_mb": 256},
+    "no buffer broadcast": {"broadcast_buffers": False},
+    "no buffer broadcast, bucket view + static graph": {"broadcast_buffers": False,
+                                                        "gradient_as_bucket_view": True, "static_graph": True},
+    "the same, one bucket": {"broadcast_buffers": False, "gradient_as_bucket_view": True,
+                             "static_graph": True, "bucket_cap_mb": 256},
 }
+COMMAND = "gpukit: one all-reduce after backward"
 TAG = "gpukit-ddp-steps "
 
 
-def synthetic_step(net, params, n: int, img: int, *, weight_decay: float = 5e-4):
+def synthetic_step(net, params, n: int, img: int, *, weight_decay: float = 5e-4, wrap=None):
     """One training step of ``net`` on a synthetic batch of ``n`` photos of ``img`` px already on
-    the GPU (bf16 autocast, channels_last, the recipe's loss, torch's Nesterov SGD): a callable."""
+    the GPU (bf16 autocast, channels_last, the recipe's loss, torch's Nesterov SGD): a callable.
+    ``wrap(optimiser)``, if given, wraps the optimiser (the command's gradient averaging)."""
     import torch
     from torch import nn
     crit = nn.CrossEntropyLoss(label_smoothing=0.1)
     x = torch.randn(n, 3, img, img, device="cuda").contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 2, (n,), device="cuda")
     opt = torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=weight_decay)
+    opt = wrap(opt) if wrap is not None else opt
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -90,7 +99,33 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int) -> dict:
         out["one_gpu_half_batch_step_s"] = _timed(stepper(model, model.parameters(), half), steps, warmup)
         return out
     per_rank = batch // world
+    from .allreduce import AveragedGradients, same_start
+    same_start(model)  # also the first collective: the communicator is set up here
+    # DistributedDataParallel's first construction in this process, before any optimiser is
+    # built (torch.optim may import the same modules): its own cost, and what it imports
+    import sys
+    before = set(sys.modules)
+    t0 = time.perf_counter()
+    first = nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+    torch.cuda.synchronize()
+    seconds = torch.tensor([time.perf_counter() - t0], device="cuda")
+    dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+    out["ddp_first_wrap_s"] = float(seconds)
+    out["ddp_first_wrap_modules"] = len(set(sys.modules) - before)
+    out["ddp_imports_compiler"] = "torch._dynamo" in set(sys.modules) - before
+    del first
     rows = []
+    for exchange in (True, False):   # the command's step, then the same without the all-reduce
+        params = list(model.parameters())
+        step = synthetic_step(model, params, per_rank, img,
+                              wrap=lambda o, e=exchange: AveragedGradients(o, params, world, exchange=e))
+        seconds = _timed(step, steps, warmup)
+        if exchange:
+            rows.append({"wrapping": COMMAND, "options": {}, "step_s": seconds})
+        else:
+            rows[-1]["no_sync_step_s"] = seconds
+    for p in model.parameters():
+        p.grad = None      # the views into the flat buffer go; DDP makes its own
     for name, options in WRAPPINGS.items():
         ddp = nn.parallel.DistributedDataParallel(model, device_ids=[rank], **options)
         step = stepper(ddp, ddp.parameters(), per_rank)
@@ -103,6 +138,7 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int) -> dict:
         rows.append(row)
         del ddp
     out["ddp"] = rows
+    out["command_wrapping"] = COMMAND
     flat = torch.zeros(out["params"], device="cuda")
     out["all_reduce_s"] = _timed(lambda: dist.all_reduce(flat), steps, warmup)
     out["all_reduce_bytes"] = flat.numel() * flat.element_size()

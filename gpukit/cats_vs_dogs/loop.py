@@ -4,7 +4,7 @@
 SGD update, learning-rate schedule) and an update of the weight average, then an evaluation.
 :func:`fit` is what ``gpukit train cats-vs-dogs`` runs: it sets the loop up and runs it
 inside :class:`~gpukit.cats_vs_dogs.run.Run`, which adds what a long run needs around it
-(resume, DistributedDataParallel, Ctrl-C, checkpoints written in the background). The same
+(resume, N processes averaging their gradients, Ctrl-C, checkpoints written in the background). The same
 code runs on one GPU, on the CPU, and on N GPUs under ``torchrun --nproc_per_node=N``.
 """
 
@@ -356,7 +356,7 @@ class Hooks:
     """What happens around the steps of :func:`train_epochs`; each does nothing here.
 
     :class:`~gpukit.cats_vs_dogs.run.Run` fills them in: a progress bar, a checkpoint after
-    every epoch, Ctrl-C, BatchNorm statistics shared by the processes of a DDP run.
+    every epoch, Ctrl-C, BatchNorm statistics shared by the processes of a data-parallel run.
     """
 
     def after_step(self, epoch: int, step: int, started: float) -> None:
@@ -375,8 +375,8 @@ class Training:
     """What the epoch loop works on, and where it starts."""
 
     model: nn.Module             # the network: its weights are evaluated and checkpointed
-    net: nn.Module               # what the steps call: the model, or the model wrapped (DDP, compile)
-    opt: NesterovSGD             # or any torch.optim optimizer
+    net: nn.Module               # what the steps call: the model, or the model compiled
+    opt: NesterovSGD             # or any torch.optim optimizer, or one averaging over processes
     sched: Schedule              # stepped once per step, by train_step (or a torch LR scheduler)
     criterion: nn.Module
     amp: object                  # autocast(device, precision)
@@ -427,7 +427,7 @@ def train_epochs(t: Training, batches, hooks: Hooks = Hooks()) -> list[dict]:
         sync(t.device)
         seconds = time.perf_counter() - started
         t.trained_s += seconds
-        hooks.steps_done(epoch)  # under DDP: process 0's BatchNorm statistics everywhere
+        hooks.steps_done(epoch)  # with N processes: process 0's BatchNorm statistics everywhere
         row = {"epoch": epoch + 1, "train_loss": loss_sum.item() / max(1, seen),
                "train_acc": correct.item() / max(1, seen), "seconds": seconds,
                "images_per_s": seen * t.processes / seconds, "lr": t.opt.param_groups[0]["lr"],

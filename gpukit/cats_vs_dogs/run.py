@@ -1,9 +1,9 @@
-"""A training run around the epoch loop: data, model, resume, DDP, Ctrl-C, checkpoints, report.
+"""A training run around the epoch loop: data, model, resume, N processes, Ctrl-C, checkpoints, report.
 
 :func:`~gpukit.cats_vs_dogs.loop.fit` makes a :class:`Run` and hands the loop its batches and
 its hooks. Under ``torchrun --nproc_per_node=N`` each process holds the decoded photos, takes
-its share of each epoch's shuffled indices, and DistributedDataParallel averages the gradients
-across processes after every backward pass. Ctrl-C (SIGINT) or SIGTERM finishes the current
+its share of each epoch's shuffled indices, and one all-reduce averages the gradients across
+processes after every backward pass (:mod:`.allreduce`). Ctrl-C (SIGINT) or SIGTERM finishes the current
 step, saves a checkpoint and raises :class:`Interrupted`; ``--resume`` continues from it.
 """
 
@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from . import data as D
+from .allreduce import AveragedGradients, same_start
 from .checkpoint import CheckpointWriter, check_resumable, load_checkpoint, restore, snapshot
 from .loop import (EMA, NesterovSGD, Schedule, TrainConfig, Training, autocast, evaluate, lr_factor,
                    memory_batches, pick_device, prefetched, resolve_precision, split_batches,
@@ -77,11 +78,16 @@ class Dist:
         return bool(t.item())
 
     def share_buffers(self, model: nn.Module):
-        """Every process takes process 0's buffers (BatchNorm's running statistics)."""
+        """Every process takes process 0's floating-point buffers (BatchNorm's running statistics),
+        flattened into one broadcast; the integer step counters advance alike everywhere."""
         if self.world > 1:
             import torch.distributed as dist
-            for b in model.buffers():
-                dist.broadcast(b, 0)
+            bufs = [b for b in model.buffers() if b.is_floating_point()]
+            if bufs:
+                flat = torch.cat([b.reshape(-1).float() for b in bufs])
+                dist.broadcast(flat, 0)
+                for b, v in zip(bufs, flat.split([b.numel() for b in bufs])):
+                    b.copy_(v.view_as(b))
 
     def close(self):
         if self.world > 1:
@@ -110,7 +116,7 @@ class Progress:
 
 
 def weights_digest(model: nn.Module) -> str:
-    """sha256 of every parameter and buffer: equal on all processes of a healthy DDP run."""
+    """sha256 of every parameter and buffer: equal on all processes of a healthy data-parallel run."""
     h = hashlib.sha256()
     for name, t in sorted(model.state_dict().items()):
         h.update(name.encode())
@@ -201,8 +207,10 @@ class Run:
                 f"{f' + {t.start_step} step(s)' if t.start_step else ''}")
         self.trained_before = t.trained_s  # step time of earlier sessions (a resumed run)
         if dist.world > 1:
-            t.net = nn.parallel.DistributedDataParallel(
-                model, device_ids=[dev.index] if dev.type == "cuda" else None)
+            # the gradients averaged by one all-reduce per step, not by DistributedDataParallel,
+            # whose first construction costs seconds in each process (see the chapter)
+            same_start(model)
+            t.opt = AveragedGradients(t.opt, model.parameters(), dist.world)
         if cfg.compile:
             t.net = torch.compile(t.net)
         self.gen = torch.Generator(device=dev)
@@ -312,7 +320,7 @@ class Run:
         old_handlers = ({s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
                         if _main_thread() else {})
         self.writer = CheckpointWriter(self.cfg.out)
-        self.check_every = 1 if self.dist.world == 1 else 8  # under DDP the check is a collective
+        self.check_every = 1 if self.dist.world == 1 else 8  # with N processes the check is a collective
         self.progress = Progress(self.cfg.progress and self.dist.main)
         try:
             yield

@@ -1,7 +1,7 @@
 """Data-parallel scaling of the cats-vs-dogs training: the same command on 1 and on N GPUs.
 
-For each regime (the chapter's recipe, and a wider network on larger crops whose step is tens
-of milliseconds), :mod:`.ddp_steps` first splits one step's time into compute, gradient
+For each regime (the chapter's recipe, and the same recipe with a wider network whose step
+is over ten milliseconds), :mod:`.ddp_steps` first splits one step's time into compute, gradient
 exchange and fixed cost; then each training is ``torchrun --standalone --nproc_per_node=N -m
 gpukit.cli train cats-vs-dogs`` in a subprocess, with every recipe setting given as an option
 (recorded with the row). Its ``--report`` gives the accuracy and the time to a model, and what
@@ -81,12 +81,12 @@ RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema", "crop_scale"
 #: 256 and the command scales it with the global batch, so batch 512 trains at twice the rate
 REGIMES = {
     "chapter": ({}, "the chapter's recipe: 128 px, width 32, global batch 256"),
-    "wide": ({"img_size": 160, "width": 96, "batch_size": 512, "epochs": 200},
-             "160 px, width 96, global batch 512, 200 epochs: a step of tens of milliseconds"),
+    "wide": ({"width": 96}, "the chapter's recipe with a network three times as wide (about 9x the "
+             "parameters): a longer step"),
 }
 #: seeds trained per regime and GPU count (``n`` replaces them): the chapter's regime has its
 #: seed spread on one GPU in the training benchmark; the wide one needs its own
-SEEDS = {"chapter": 1, "wide": 2}
+SEEDS = {"chapter": 1, "wide": 3}
 
 
 def regime_label(args: list[str], note: str = "") -> str:

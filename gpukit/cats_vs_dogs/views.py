@@ -387,8 +387,28 @@ def _opts(args: list[str]) -> dict:
 
 
 def _default_wrapping(many: dict) -> dict:
-    """DDP with no options (what the training command uses): the row timed under no_sync too."""
-    return next((w for w in many["ddp"] if "no_sync_step_s" in w), many["ddp"][0])
+    """The wrapping the training command uses (records before ``command_wrapping`` used DDP's
+    defaults, the row also timed under ``no_sync``)."""
+    name = many.get("command_wrapping")
+    return next((w for w in many["ddp"] if w["wrapping"] == name),
+                next((w for w in many["ddp"] if "no_sync_step_s" in w), many["ddp"][0]))
+
+
+def _quiet_wrapping(many: dict, d: dict) -> dict | None:
+    """The wrapping whose step was also timed under ``no_sync()``: the command's if it was, else
+    the last one that was (``static_graph`` rules it out)."""
+    if "no_sync_step_s" in d:
+        return d
+    return next((w for w in reversed(many["ddp"]) if "no_sync_step_s" in w), None)
+
+
+def _wrap_label(w: dict) -> str:
+    """'DDP `name` (its options)', or the command's own exchange by its name."""
+    from .ddp_steps import COMMAND
+    if w["wrapping"] == COMMAND:
+        return f"`{w['wrapping']}`"
+    opts = ", ".join(f"`{k}={v}`" for k, v in w["options"].items()) or "no options"
+    return f"DDP `{w['wrapping']}` ({opts})"
 
 
 def _regime_batch(st: dict, g: dict) -> int:
@@ -433,29 +453,37 @@ def _ddp_steps(slug: str, data: dict) -> str:
         compute = one["one_gpu_half_batch_step_s"]
         rows = [[f"1 GPU, global batch {b}", fmt_time(one["one_gpu_step_s"]), fmt_num(b / one["one_gpu_step_s"])],
                 [f"1 GPU, batch {b // n}: the compute of each of {n} GPUs", fmt_time(compute), ""]]
-        rows.append([f"**{n} GPUs, DDP `{d['wrapping']}`**", f"**{fmt_time(d['step_s'])}**",
+        rows.append([f"**{n} GPUs, {_wrap_label(d)}**", f"**{fmt_time(d['step_s'])}**",
                      f"**{fmt_num(b / d['step_s'])}**"])
-        if "no_sync_step_s" in d:
-            rows += [["the same under `no_sync()` (no gradient exchange)", fmt_time(d["no_sync_step_s"]), ""],
-                     ["DDP bookkeeping: `no_sync` step - compute", _signed(d["no_sync_step_s"] - compute), ""],
+        q = _quiet_wrapping(many, d)
+        if q is not None:
+            if q is not d:
+                rows.append([f"{n} GPUs, {_wrap_label(q)}", fmt_time(q["step_s"]),
+                             fmt_num(b / q["step_s"])])
+            rows += [["the same under `no_sync()` (no gradient exchange)", fmt_time(q["no_sync_step_s"]), ""],
+                     ["DDP bookkeeping: `no_sync` step - compute", _signed(q["no_sync_step_s"] - compute), ""],
                      ["exposed gradient exchange: DDP step - `no_sync` step",
-                      _signed(d["step_s"] - d["no_sync_step_s"]), ""]]
+                      _signed(q["step_s"] - q["no_sync_step_s"]), ""]]
         rows.append([f"all-reduce of the gradients alone ({many['all_reduce_bytes'] / 1e6:.1f} MB, "
                      f"{one['params'] / 1e6:.2f} M fp32 parameters)", fmt_time(many["all_reduce_s"]), ""])
         for w in many["ddp"]:
-            if w is not d:
-                opts = ", ".join(f"`{k}={v}`" for k, v in w["options"].items())
-                rows.append([f"{n} GPUs, DDP `{w['wrapping']}` ({opts})", fmt_time(w["step_s"]),
+            if w is not d and w is not q:
+                rows.append([f"{n} GPUs, {_wrap_label(w)}", fmt_time(w["step_s"]),
                              fmt_num(b / w["step_s"])])
         best = min(many["ddp"], key=lambda w: w["step_s"])
         r, rb = step_ratio(st, d), step_ratio(st, best)
-        line = (f"{n} GPUs give **{r:.2f}x** the images/s of one with the command's wrapping (`{d['wrapping']}`)"
+        line = (f"{n} GPUs give **{r:.2f}x** the images/s of one with the command's exchange (`{d['wrapping']}`)"
                 + (f", {rb:.2f}x with `{best['wrapping']}`" if best is not d else "") + ".")
+        if "ddp_first_wrap_s" in many:
+            line += (f" Wrapping the model in DistributedDataParallel for the first time in a process took "
+                     f"{fmt_time(many['ddp_first_wrap_s'])} and imported {many['ddp_first_wrap_modules']:,} modules"
+                     + (", torch's compiler (`torch._dynamo`) among them" if many.get("ddp_imports_compiler") else "")
+                     + "; the same in a new process costs it again.")
         out.append(f"**`{st['regime']}`**: {st['what']}. {line}\n\n"
                    + table(["one training step", "time", "images/s"], rows, align="lrr"))
         if st["regime"] == "wide":
             verdicts.append(f"- Steady-state images/s of {n} GPUs at least {DDP_IMAGES_TARGET}x one (wide "
-                            f"regime, the command's wrapping): {_verdict(r >= DDP_IMAGES_TARGET)} ({r:.2f}x).")
+                            f"regime, the command's exchange): {_verdict(r >= DDP_IMAGES_TARGET)} ({r:.2f}x).")
     if not verdicts:
         verdicts.append(f"- Steady-state images/s of {n} GPUs at least {DDP_IMAGES_TARGET}x one (wide regime): "
                         "**not judged**, this record has no step breakdown of the wide regime.")
