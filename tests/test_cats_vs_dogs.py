@@ -370,13 +370,13 @@ def _render(name, view, data):
 def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
     md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
     # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
-    assert "1.87x** the images/s of one" in md and "(wide regime, the command's exchange): **met** (1.87x)" in md
+    assert "1.87x** the images/s of one" in md and "(`wide` regime, the command's exchange): **met** (1.87x)" in md
     assert "DDP bookkeeping: `no_sync` step - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
     assert "exposed gradient exchange: DDP step - `no_sync` step | 500.0 µs" in md   # 30.0 - 29.5 ms
     assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
     assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
     slow = _render("cats_vs_dogs_ddp", "steps", _ddp_record(wide_step_s=0.032))
-    assert "(wide regime, the command's exchange): **missed** (1.75x)" in slow
+    assert "(`wide` regime, the command's exchange): **missed** (1.75x)" in slow
     assert slow.count("**met**") + slow.count("**missed**") == 1            # only the wide regime is judged
     record = _ddp_record()
     record["gpu"]["steps"] = record["gpu"]["steps"][:1]                   # the wide regime not measured
