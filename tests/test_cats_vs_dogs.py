@@ -371,8 +371,8 @@ def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
     md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
     # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
     assert "1.87x** the images/s of one" in md and "(`wide` regime, the command's exchange): **met** (1.87x)" in md
-    assert "DDP bookkeeping: `no_sync` step - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
-    assert "exposed gradient exchange: DDP step - `no_sync` step | 500.0 µs" in md   # 30.0 - 29.5 ms
+    assert "DDP bookkeeping: DDP step under `no_sync()` - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
+    assert "exposed gradient exchange: step - DDP step under `no_sync()` | 500.0 µs" in md   # 30.0 - 29.5 ms
     assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
     assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
     slow = _render("cats_vs_dogs_ddp", "steps", _ddp_record(wide_step_s=0.032))
@@ -511,7 +511,8 @@ def test_ddp_steps_use_the_commands_own_exchange_and_report_ddps_first_wrap():
     md = _render("cats_vs_dogs_ddp", "steps", record)
     # wide: 56 ms on one GPU over 27 ms with the command's exchange
     assert f"**2 GPUs, `{COMMAND}`**" in md and "**2.07x** the images/s" in md
-    assert "exposed gradient exchange: DDP step - `no_sync` step | 450.0 µs" in md   # 27.0 - 26.55 ms
+    assert "exposed gradient exchange: step - the step without the all-reduce | 450.0 µs" in md  # 27.0 - 26.55
+    assert "per-step overhead: the step without the all-reduce - compute" in md
     assert "2 GPUs, DDP `default` (no options) | 30.00 ms" in md   # DDP's rows stay, for comparison
     assert "took 4.20 s and imported 899 modules, torch's compiler (`torch._dynamo`) among them" in md
 

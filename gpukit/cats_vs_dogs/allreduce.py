@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 
+# --8<-- [start:averaged]
 class AveragedGradients:
     """Wraps an optimiser so that its step uses gradients averaged over the processes.
 
@@ -54,6 +55,7 @@ class AveragedGradients:
             dist.all_reduce(self.flat)          # the sum over the processes (gloo has no AVG)
             self.flat.div_(self.world)
         self.opt.step()
+# --8<-- [end:averaged]
 
     def state_dict(self) -> dict:
         return self.opt.state_dict()
