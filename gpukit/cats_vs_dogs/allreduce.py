@@ -36,8 +36,8 @@ class AveragedGradients:
         offset = 0
         for p in params:
             if p.dtype != self.flat.dtype:
-                raise ValueError(f"all parameters must share one dtype ({self.flat.dtype}), not {p.dtype}")
-            # dense parameters cover numel() consecutive elements in some order: the same strides fit
+                raise ValueError(f"parameters of two dtypes: {self.flat.dtype}, {p.dtype}")
+            # a dense parameter covers numel() elements in a row: its own strides fit there
             p.grad = self.flat.as_strided(p.shape, p.stride(), offset)
             offset += p.numel()
 
@@ -46,13 +46,13 @@ class AveragedGradients:
         return self.opt.param_groups
 
     def zero_grad(self, set_to_none: bool = True):
-        self.flat.zero_()   # never None: the backward pass must keep accumulating into the views
+        self.flat.zero_()   # never None: backward must keep accumulating into the views
 
     @torch.no_grad()
     def step(self):
         if self.exchange and self.world > 1:
             import torch.distributed as dist
-            dist.all_reduce(self.flat)          # the sum over the processes (gloo has no AVG)
+            dist.all_reduce(self.flat)   # the sum (gloo has no AVG)
             self.flat.div_(self.world)
         self.opt.step()
 # --8<-- [end:averaged]
