@@ -518,13 +518,13 @@ def _ddp_runs(slug: str, data: dict) -> str:
             err = r.get("error") or r["skipped"]
             err = err[0] if isinstance(err, list) and err else err
             what = "failed" if "error" in r else "skipped"
-            rows.append([f"`{r['regime']}`", r["gpus"], r["seed"], "-", "-", "-", "-", f"{what}: {err}"])
+            rows.append([f"`{r['regime']}`", r["gpus"], r["seed"], "-", "-", "-", f"{what}: {err}"])
             continue
         by.setdefault(r["regime"], {}).setdefault(r["gpus"], []).append(r)
         agree = "yes" if r.get("ranks_agree") else ("-" if r["gpus"] == 1 else "**NO**")
         rows.append([f"`{r['regime']}`", r["gpus"], r["seed"],
                      f"{_pct(r['test_acc'])} ({_ci(r['test_ci'])})", fmt_time(r["time_to_model_s"]),
-                     fmt_num(r["images_per_s"]), fmt_time(r["epoch_s"]), agree])
+                     fmt_num(r["images_per_s"]), agree])
     lines = []
     multi = [r for per in by.values() for k, rs in per.items() if k > 1 for r in rs]
     if multi:
@@ -564,8 +564,8 @@ def _ddp_runs(slug: str, data: dict) -> str:
     return (f"**{machine_title(data)}**: `torchrun --standalone --nproc_per_node=N -m gpukit.cli train "
             "cats-vs-dogs` with every recipe setting on the command line, in a fresh process per run; test "
             "accuracy on the test half with its 95 % interval, time to a model from the command's start, "
-            "steady training images/s of all processes together, the median epoch. The regimes trained "
+            "steady training images/s of all processes together. The regimes trained "
             + "; ".join(f"`{k}`: {v}" for k, v in labels.items()) + ".\n\n"
             + table(["regime", "GPUs", "seed", "test half (95 % interval)", "time to model", "images/s",
-                     "epoch", "same weights"], rows, "lrrrrrrl")
+                     "same weights"], rows, "lrrrrrl")
             + ("\n\n" + "\n".join(lines) if lines else ""))
