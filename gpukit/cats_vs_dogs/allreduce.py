@@ -65,15 +65,21 @@ class AveragedGradients:
 
 
 @torch.no_grad()
-def same_start(module: torch.nn.Module, src: int = 0):
-    """Every process takes process ``src``'s floating-point parameters and buffers, in one broadcast."""
+def broadcast_flat(tensors, src: int = 0):
+    """Every process takes process ``src``'s values of ``tensors`` (the floating-point ones),
+    flattened into one broadcast instead of one per tensor."""
     import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return
-    tensors = [t for t in (*module.parameters(), *module.buffers()) if t.is_floating_point()]
+    tensors = [t for t in tensors if t.is_floating_point()]
     if not tensors:
         return
     flat = torch.cat([t.reshape(-1).float() for t in tensors])
     dist.broadcast(flat, src)
     for t, v in zip(tensors, flat.split([t.numel() for t in tensors])):
         t.copy_(v.view_as(t))
+
+
+def same_start(module: torch.nn.Module, src: int = 0):
+    """Every process takes process ``src``'s floating-point parameters and buffers, in one broadcast."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        broadcast_flat([*module.parameters(), *module.buffers()], src)

@@ -103,7 +103,6 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int) -> dict:
     same_start(model)  # also the first collective: the communicator is set up here
     # DistributedDataParallel's first construction in this process, before any optimiser is
     # built (torch.optim may import the same modules): its own cost, and what it imports
-    import sys
     before = set(sys.modules)
     t0 = time.perf_counter()
     first = nn.parallel.DistributedDataParallel(model, device_ids=[rank])
@@ -114,16 +113,13 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int) -> dict:
     out["ddp_first_wrap_modules"] = len(set(sys.modules) - before)
     out["ddp_imports_compiler"] = "torch._dynamo" in set(sys.modules) - before
     del first
-    rows = []
-    for exchange in (True, False):   # the command's step, then the same without the all-reduce
-        params = list(model.parameters())
-        step = synthetic_step(model, params, per_rank, img,
-                              wrap=lambda o, e=exchange: AveragedGradients(o, params, world, exchange=e))
-        seconds = _timed(step, steps, warmup)
-        if exchange:
-            rows.append({"wrapping": COMMAND, "options": {}, "step_s": seconds})
-        else:
-            rows[-1]["no_sync_step_s"] = seconds
+    params = list(model.parameters())
+
+    def command_step(exchange: bool):   # the command's step, or the same without the all-reduce
+        return synthetic_step(model, params, per_rank, img,
+                              wrap=lambda o: AveragedGradients(o, params, world, exchange=exchange))
+    rows = [{"wrapping": COMMAND, "options": {}, "step_s": _timed(command_step(True), steps, warmup),
+             "no_sync_step_s": _timed(command_step(False), steps, warmup)}]
     for p in model.parameters():
         p.grad = None      # the views into the flat buffer go; DDP makes its own
     for name, options in WRAPPINGS.items():

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import data as D
-from .allreduce import AveragedGradients, same_start
+from .allreduce import AveragedGradients, broadcast_flat, same_start
 from .checkpoint import CheckpointWriter, check_resumable, load_checkpoint, restore, snapshot
 from .loop import (EMA, NesterovSGD, Schedule, TrainConfig, Training, autocast, evaluate, lr_factor,
                    memory_batches, pick_device, prefetched, resolve_precision, split_batches,
@@ -81,13 +81,7 @@ class Dist:
         """Every process takes process 0's floating-point buffers (BatchNorm's running statistics),
         flattened into one broadcast; the integer step counters advance alike everywhere."""
         if self.world > 1:
-            import torch.distributed as dist
-            bufs = [b for b in model.buffers() if b.is_floating_point()]
-            if bufs:
-                flat = torch.cat([b.reshape(-1).float() for b in bufs])
-                dist.broadcast(flat, 0)
-                for b, v in zip(bufs, flat.split([b.numel() for b in bufs])):
-                    b.copy_(v.view_as(b))
+            broadcast_flat(model.buffers(), 0)
 
     def close(self):
         if self.world > 1:

@@ -88,7 +88,7 @@ REGIMES = {
                  "that one GPU gets in the `wide` regime"),
 }
 #: seeds trained per regime and GPU count (``n`` replaces them): the chapter's regime has its
-#: seed spread on one GPU in the training benchmark; the wide one needs its own
+#: seed spread on one GPU in the training benchmark; the wide ones need their own
 SEEDS = {"chapter": 1, "wide": 2, "wide-512": 2}
 
 

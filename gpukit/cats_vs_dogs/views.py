@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import pages
 from ..pages import fmt_num, fmt_time, machine_title, plot_title, table
+from .ddp_steps import COMMAND
 from .measure import TUTORIAL_REPORTED, step_times
 
 
@@ -404,7 +405,6 @@ def _quiet_wrapping(many: dict, d: dict) -> dict | None:
 
 def _wrap_label(w: dict) -> str:
     """'DDP `name` (its options)', or the command's own exchange by its name."""
-    from .ddp_steps import COMMAND
     if w["wrapping"] == COMMAND:
         return f"`{w['wrapping']}`"
     opts = ", ".join(f"`{k}={v}`" for k, v in w["options"].items()) or "no options"
@@ -460,7 +460,6 @@ def _ddp_steps(slug: str, data: dict) -> str:
             if q is not d:
                 rows.append([f"{n} GPUs, {_wrap_label(q)}", fmt_time(q["step_s"]),
                              fmt_num(b / q["step_s"])])
-            from .ddp_steps import COMMAND
             quiet, who = (("the step without the all-reduce", "per-step overhead") if q["wrapping"] == COMMAND
                           else ("DDP step under `no_sync()`", "DDP bookkeeping"))
             rows += [[f"the same without the exchange ({quiet})", fmt_time(q["no_sync_step_s"]), ""],
