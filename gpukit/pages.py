@@ -17,6 +17,7 @@ tables, number formats, inline SVG plots, the machine titles that the views shar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +28,28 @@ DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
 
 #: core modules with views of their own; the chapters' come from gpukit.results.CHAPTERS
 CORE_VIEW_MODULES = ["gpukit.doctor"]
+
+
+@dataclass
+class Target:
+    """One target of the project: what was aimed at, the measured value and the verdict."""
+    name: str         # what is measured, e.g. "Triton tl.dot, bf16 8192^3"
+    goal: str         # the target as words, e.g. ">= 95 % of cuBLAS"
+    value: str        # the measured value as shown, e.g. "96.1 %"
+    met: bool | None  # None: not judged (not recorded)
+
+
+#: results name -> fn(data) -> list[Target], drawn from the reference machine's file
+TARGETS: dict[str, Callable[[dict], list[Target]]] = {}
+
+
+def targets(name: str):
+    """Register ``fn(data) -> list[Target]`` for results ``name`` (the reference machine's file):
+    the chapter's targets, listed with their verdicts on the scorecard page, not in its prose."""
+    def deco(fn):
+        TARGETS[name] = fn
+        return fn
+    return deco
 
 
 class MissingResults(LookupError):
