@@ -316,7 +316,12 @@ def chapter_link(slug: str) -> str:
     return f"[{c.title}]({c.page})"
 
 
-def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str) -> str:
+#: a chapter's level, shown on its card and the home page: what a reader should already know
+LEVELS = ("first steps", "intermediate", "advanced")
+
+
+def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str,
+         level: str | None = None) -> str:
     """The card at the top of a chapter: a Material admonition with what the chapter teaches,
     what to know first, the reading time and the takeaways.
 
@@ -327,10 +332,13 @@ def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: st
     def items(lines: list[str], mark: str) -> list[str]:
         return [f"    {mark} {line}" for line in lines]
 
+    if level is not None and level not in LEVELS:
+        raise ValueError(f"level {level!r}: one of {LEVELS}")
     first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    lead = f"**Level:** {level}. " if level else ""
     lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
              *items(learn, "-"), "",
-             f"    **You need first:** {first}. **Reading time:** {READING_TIME}", "",
+             f"    {lead}**You need first:** {first}. **Reading time:** {READING_TIME}", "",
              f"    **Takeaways**, {source}:", "", *items(takeaways, "1."), ""]
     return "\n".join(lines)
 
