@@ -266,14 +266,20 @@ def render_data(name: str, view: str) -> str:
     return fn()
 
 
-def render(name: str, view: str, *, root: Path | None = None) -> str:
-    """Markdown for one view of one benchmark, for every machine that recorded it.
+@dataclass
+class Block:
+    """One machine's block of a view: its Markdown, the machine's title and its caption."""
+    machine: str
+    title: str
+    body: str
+    caption: str
+    source: str          # ``results/<machine>/<name>.json``
 
-    The reference machine's block (:func:`gpukit.results.reference_machine`) comes first, then
-    the machines with a GPU, then the others; each block ends with its caption (inside the box,
-    for a chapter's ``card``). Every block after the first is collapsed under "Also measured on
-    <machine>".
-    """
+
+def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Block]:
+    """One :class:`Block` per machine that recorded what view ``view`` of results ``name``
+    needs: the reference machine (:func:`gpukit.results.reference_machine`) first, then the
+    machines with a GPU, then the others. Raises :class:`MissingResults` when there is none."""
     _load_modules()
     fn = RENDERERS.get((name, view))
     if fn is None:
@@ -288,12 +294,25 @@ def render(name: str, view: str, *, root: Path | None = None) -> str:
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:
-            inside = "    " if view == "card" else ""   # a card's caption goes inside its box
-            block = body + "\n\n" + inside + caption(data, slug, name)
-            blocks.append(block if not blocks else collapsed(f"Also measured on {machine_title(data)}", block))
+            blocks.append(Block(slug, machine_title(data), body, caption(data, slug, name),
+                                f"results/{slug}/{name}.json"))
     if not blocks:
         raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}")
-    return "\n\n".join(blocks)
+    return blocks
+
+
+def render(name: str, view: str, *, root: Path | None = None) -> str:
+    """Markdown for one view of one benchmark, for every machine that recorded it
+    (:func:`render_blocks`): each block ends with its caption (inside the box, for a chapter's
+    ``card``); every block after the first is collapsed under "Also measured on <machine>".
+    The site's pages use the blocks themselves: the first in place, the captions in a footer
+    and the other machines in an appendix."""
+    inside = "    " if view == "card" else ""   # a card's caption goes inside its box
+    out = []
+    for b in render_blocks(name, view, root=root):
+        block = b.body + "\n\n" + inside + b.caption
+        out.append(block if not out else collapsed(f"Also measured on {b.title}", block))
+    return "\n\n".join(out)
 
 
 def collapsed(title: str, markdown: str) -> str:
