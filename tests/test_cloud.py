@@ -433,3 +433,181 @@ def test_page_prose_types_no_numbers():
     text = re.sub(r"\b\d+[- ]bits?\b", "", text)                    # precisions (16 bits, 8-bit)
     text = re.sub(r"(?m)^\d+\. ", "", text)                           # numbered steps
     assert not re.findall(r"\d", text), re.findall(r".{30}\d.{30}", text)
+
+
+# ------------------------------------------------------------------ bad input, every claim true
+
+@pytest.mark.parametrize("args, says", [
+    (["--model", "llama-3-8b", "--seq", "131072"], "reads at most 8,192 tokens"),
+    (["--model", "llama-3-8b", "--seq", "99999999999"], "context window"),
+    (CUSTOM + ["--seq", "99999999999"], "is more than 10,000,000"),
+    (["--model", "llama-3-8b", "--batch", "100000000000000000000"], "batch 100,000,000,000,000,000,000 is more"),
+    (["--model", "llama-3-8b", "--task", "lora", "--lora-rank", "100000000"], "lora-rank"),
+    (["--model", "llama-3-8b", "--task", "lora", "--lora-rank", "8192"], "more than the hidden size"),
+    (["--model", "llama-3-8b", "--task", "full", "--kv-precision", "int8"], "inference only"),
+    (["--model", "llama-3-8b", "--task", "inference", "--no-checkpointing"], "training setting"),
+    (["--model", "llama-3-8b", "--layers", "40", "--hidden", "5120"], "drop --model"),
+    (["--params", "1e400"], "beyond any model"),
+    (["--params", "-inf"], "cannot read a parameter count from '-inf'"),
+    (["--params", "7e9", "--layers", "100", "--hidden", "100000"], "give --heads"),
+    (["--params", "7e9", "--layers", "100000", "--hidden", "100000"], "layers 100,000 is more than"),
+    (["--params", "7e6", "--layers", "80", "--hidden", "8192"], "cannot fill 80 layers"),
+    (["--model", "llama-2-7b", "--task", "full", "--flops", "1e400"], "beyond any training run")])
+def test_cli_refuses_what_it_cannot_estimate(args, says):
+    message = assert_one_line_error(advise(*args))
+    assert says in message and "781" not in message
+
+
+def test_cli_quotes_a_long_name_short_and_reads_names_in_any_case():
+    message = assert_one_line_error(advise("--model", "x" * 100_000))
+    assert len(message) < 500 and "100,000 characters" in message
+    proc = advise("--model", "LLAMA-3.1-8B", "--precision", "BF16", "--task", "Inference", "--top", "1")
+    assert proc.returncode == 0 and "Workload: llama-3.1-8b, bf16, inference" in proc.stdout
+
+
+def test_cli_output_cut_short_by_head_ends_quietly():
+    cmd = f"'{sys.executable}' -m gpukit.cloud.cli advise --model llama-3.1-8b --json | head -c 10"
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.stderr == "" and proc.returncode == 0 and len(proc.stdout) == 10
+
+
+# ------------------------------------------------------------------ the advisor meets the measurement
+
+P8 = models.count_params(models.PRESETS["llama-3.1-8b"])[0]
+KV_TOKEN = 2 * 32 * 8 * 128 * 2           # bytes of K and V for one token of Llama 3.1 8B in 16 bits
+
+
+def test_the_8b_preset_has_the_llama_3_1_shape_and_context():
+    p = models.PRESETS["llama-3.1-8b"]
+    assert (p.layers, p.hidden, p.heads, p.kv_heads, p.intermediate, p.vocab, p.context) == \
+        (32, 4096, 32, 8, 14336, 128256, 131072)
+    assert P8 == pytest.approx(8.03e9, rel=0.001)
+    with pytest.raises(AdviceError, match="131,072"):
+        advisor.inference_memory("llama-3.1-8b", 1, 131073)
+
+
+def test_inference_memory_decode_step_by_hand():
+    got = advisor.inference_memory("llama-3.1-8b", 8, 4096, "bf16", prefill=1)
+    n = 8
+    work = 2 * n * 4096 * 2 + max(3 * n * 14336 * 2, 8 * 128256 * (2 + 4))
+    assert got == round(P8 * 2 + KV_TOKEN * 4096 * 8 + work)
+
+
+def test_inference_memory_prefills_the_whole_context_by_default():
+    got = advisor.inference_memory("llama-3.1-8b", 2, 1024)
+    n = 2 * 1024
+    work = 2 * n * 4096 * 2 + max(3 * n * 14336 * 2, 2 * 128256 * 6)
+    assert got == round(P8 * 2 + KV_TOKEN * 1024 * 2 + work)
+    every = advisor.inference_memory("llama-3.1-8b", 2, 1024, all_logits=True)
+    assert every - got == n * 128256 * 6 - 3 * n * 14336 * 2
+
+
+def test_weight_only_quantisation_keeps_the_embedding_in_16_bits():
+    emb = 128256 * 4096
+    lin = P8 - emb
+    kv_and_work = advisor.inference_memory("llama-3.1-8b", 1, 2048, "bf16", prefill=1) - round(P8 * 2)
+    int8 = advisor.inference_memory("llama-3.1-8b", 1, 2048, "int8", prefill=1)
+    int4 = advisor.inference_memory("llama-3.1-8b", 1, 2048, "int4", prefill=1)
+    assert int8 == round(lin + 2 * (emb + lin / 4096) + kv_and_work)
+    assert int4 == round(lin / 2 + 2 * (emb + lin / 128) + kv_and_work)
+    with pytest.raises(AdviceError, match="precision"):
+        advisor.inference_memory("llama-3.1-8b", 1, 2048, "int3")
+
+
+def _record(root, efficiency=0.9, rows=None, copy=4200.0):
+    folder = root / "nvidia-h200"
+    folder.mkdir(exist_ok=True)
+    (folder / "matmul.json").write_text(json.dumps({
+        "machine": {"gpu": {"name": "NVIDIA H200"}},
+        "gpu": {"copy_ceiling_gbs": copy,
+                "tensor_cores": [{"name": "torch bf16", "dtype": "bfloat16", "tflops": 791.6}]}}))
+    rows = rows if rows is not None else [
+        {"model": "llama-3.1-8b", "batch": 1, "context": 2048, "precision": "bf16",
+         "measured_tokens_per_s": 230.5, "measured_peak_bytes": 16_500_000_000,
+         "advise_tokens_per_s": None, "advise_memory_bytes": None},
+        {"model": "llama-3.1-8b", "batch": 8, "context": 4096, "precision": "bf16",
+         "measured_tokens_per_s": 1666.0, "measured_peak_bytes": 21_000_000_000,
+         "advise_tokens_per_s": 1700.0, "advise_memory_bytes": 20_000_000_000},
+        {"model": "llama-3.1-8b", "batch": "eight", "context": 4096, "precision": "bf16"}]
+    (folder / "llm_inference.json").write_text(json.dumps({
+        "benchmark": "llm_inference", "machine": {"gpu": {"name": "NVIDIA H200"}},
+        "gpu": {"decode_efficiency": efficiency, "advisor_check": rows}}))
+    return root
+
+
+def test_decode_speed_without_a_record_is_the_peak_bandwidth_roof(tmp_path):
+    bw = data.gpu("h100-sxm")["bandwidth_gbs"]
+    got = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, root=tmp_path)
+    assert got == pytest.approx(4 * bw * 1e9 / (P8 * 2 + KV_TOKEN * 2048 * 4))
+    half = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, efficiency=0.5, root=tmp_path)
+    assert half == pytest.approx(got / 2)
+    mine = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, efficiency=0.5,
+                                       bandwidth_gbs=3000.0, root=tmp_path)
+    assert mine == pytest.approx(4 * 3000e9 * 0.5 / (P8 * 2 + KV_TOKEN * 2048 * 4))
+
+
+def test_decode_speed_meets_the_compute_roof_at_a_large_batch(tmp_path):
+    g = data.gpu("h100-sxm")
+    batch, context = 16384, 16
+    got = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", batch, context, root=tmp_path)
+    flops = 2 * P8 * batch + 4 * 32 * 32 * 128 * context * batch
+    assert got == pytest.approx(batch / (flops / (g["bf16_tflops"] * 1e12 * machines.DEFAULT_EFFICIENCY)))
+    assert got < batch * g["bandwidth_gbs"] * 1e9 / (P8 * 2 + KV_TOKEN * context * batch)
+
+
+def test_decode_speed_uses_the_recorded_efficiency_on_that_gpu_only(tmp_path):
+    root = _record(tmp_path)
+    read = P8 * 2 + KV_TOKEN * 4096 * 8
+    for name in ("h200-sxm", "NVIDIA H200", "nvidia h200"):
+        got = advisor.decode_tokens_per_s("llama-3.1-8b", name, 8, 4096, root=root)
+        assert got == pytest.approx(8 * 4200e9 * 0.9 / read)
+    other = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 8, 4096, root=root)
+    assert other == pytest.approx(8 * data.gpu("h100-sxm")["bandwidth_gbs"] * 1e9 / read)
+    meas = machines.measurements(root)
+    assert meas["h200-sxm"].decode_efficiency == 0.9 and len(meas["h200-sxm"].advisor_check) == 2
+    _, bandwidth, measured = machines.efficiencies(data.gpu("h200-sxm"), "bf16", meas)
+    assert bandwidth == pytest.approx(4200 / 4800 * 0.9) and measured
+    with pytest.raises(AdviceError, match="unknown GPU"):
+        advisor.decode_tokens_per_s("llama-3.1-8b", "Voodoo 2", 1, 128, root=root)
+    with pytest.raises(AdviceError, match="efficiency"):
+        advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 1, 128, efficiency=-1, root=root)
+
+
+def test_a_malformed_record_is_ignored(tmp_path):
+    root = _record(tmp_path, efficiency="fast", rows=[{"model": "llama-3.1-8b"}])
+    m = machines.measurements(root)["h200-sxm"]
+    assert m.decode_efficiency is None and m.advisor_check == [] and m.copy_gbs == 4200.0
+    (root / "nvidia-h200" / "llm_inference.json").write_text("{not json")
+    assert machines.measurements(root)["h200-sxm"].decode_efficiency is None
+
+
+def test_advise_shows_the_measurement_next_to_its_estimate(tmp_path):
+    from gpukit.cloud import cli as advise_cli
+    root = _record(tmp_path)
+    w = Workload.from_preset("llama-3.1-8b", seq=4096, batch=8)
+    text, doc = advise_cli.report(w, root=root)
+    [row] = [c for c in doc["measured_checks"] if c["batch"] == 8]
+    assert row["measured_tokens_per_s"] == 1666.0 and row["measured_peak_bytes"] == 21_000_000_000
+    assert row["estimate_tokens_per_s"] == pytest.approx(
+        advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 8, 4096, root=root))
+    assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 8, 4096)
+    assert len(doc["measured_checks"]) == 2 and "Measured by this project" in text
+    assert "1,666" in text and "nvidia-h200/llm_inference.json" in text
+    assert "decode reads at 90% of the copy bandwidth" in text
+    # the instance rows on that GPU use the measured efficiencies too
+    p5en = next(o for o in doc["options"] if o["name"] == "p5en.48xlarge")
+    assert p5en["measured"] and p5en["decode_tps"] == pytest.approx(
+        8 * 8 * 4200e9 * 0.9 / (P8 * 2 + KV_TOKEN * 4096 * 8), rel=1e-6)
+    int8 = Workload.from_preset("llama-3.1-8b", seq=4096, batch=8, precision="int8")
+    assert advise_cli.report(int8, root=root)[1]["measured_checks"] == []
+
+
+def test_advise_without_a_record_is_unchanged(tmp_path):
+    from gpukit.cloud import cli as advise_cli
+    w = Workload.from_preset("llama-3.1-8b", seq=4096, batch=8)
+    text, doc = advise_cli.report(w, root=tmp_path)
+    assert doc["measured_checks"] == [] and "Measured by this project" not in text
+    p5en = next(o for o in doc["options"] if o["name"] == "p5en.48xlarge")
+    assert not p5en["measured"] and p5en["decode_tps"] == pytest.approx(
+        8 * 8 * 4800e9 / (P8 * 2 + KV_TOKEN * 4096 * 8), rel=1e-6)

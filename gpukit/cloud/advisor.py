@@ -165,6 +165,10 @@ class Workload:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise AdviceError(f"{name.replace('_', '-')} must be a whole number > 0, got {shown(value)}")
+            window = PRESETS[self.model].context if self.model and name == "seq" else None
+            if window and value > window:
+                raise AdviceError(f"{self.model} reads at most {window:,} tokens; a sequence of {value:,} is "
+                                  "longer than its context window")
             if value > limit:
                 raise AdviceError(f"{name.replace('_', '-')} {value:,} is more than {limit:,}, beyond any model "
                                   "or batch the advisor is built for")
@@ -194,11 +198,6 @@ class Workload:
             if self.params < 0.5 * least:
                 raise AdviceError(f"{self.params:.3g} parameters cannot fill {self.layers:,} layers of hidden size "
                                   f"{self.hidden:,} (their attention alone has {least:.3g})")
-        if self.model:
-            window = PRESETS[self.model].context
-            if window and self.seq > window:
-                raise AdviceError(f"{self.model} reads at most {window:,} tokens; a sequence of {self.seq:,} is "
-                                  "longer than its context window")
         if self.task == "inference" and not (self.layers and self.hidden):
             raise AdviceError("inference needs the architecture for the KV cache: --model NAME or --layers and --hidden")
 
