@@ -16,13 +16,16 @@ from gpukit.cloud.advisor import AdviceError, Workload, estimate
 from tests.helpers import ROOT, assert_one_line_error
 
 FAMILIES = {"P6-B200", "P6-B300", "P6e-GB200", "P5", "P5e", "P5en", "P4d", "P4de", "G7e", "G7", "G6e", "G6",
-            "G6f", "Gr6f", "G5", "G5g", "G4dn", "G4ad", "Inf2", "Trn1", "Trn1n", "Trn2", "Trn2 UltraServer", "Trn3"}
+            "G6f", "Gr6f", "Gr6", "G5", "G5g", "G4dn", "G4ad", "Inf1", "Inf2", "Trn1", "Trn1n", "Trn2", "Trn2 UltraServer",
+            "Trn3", "P3dn", "DL2q"}
 #: every on-demand price the AWS price-list snapshot (generated 2026-07-20, us-east-1) has for our rows
 PRICE_LIST = {"g4ad.xlarge": 0.37853, "g4ad.16xlarge": 3.468, "g4dn.xlarge": 0.526, "g4dn.12xlarge": 3.912,
               "g5.xlarge": 1.006, "g5.12xlarge": 5.672, "g5.48xlarge": 16.288, "g5g.xlarge": 0.42,
               "g5g.16xlarge": 2.744, "g6e.48xlarge": 30.13118, "inf2.xlarge": 0.7582, "inf2.48xlarge": 12.98127,
               "p4d.24xlarge": 21.957642, "p5en.48xlarge": 63.296, "trn1.2xlarge": 1.34375, "trn1.32xlarge": 21.5,
-              "g6f.large": 0.202, "g7e.48xlarge": 33.14432, "p6-b300.48xlarge": 142.416, "trn1n.32xlarge": 24.78}
+              "g6f.large": 0.202, "g7e.48xlarge": 33.14432, "p6-b300.48xlarge": 142.416, "trn1n.32xlarge": 24.78,
+              "gr6.4xlarge": 1.5392, "gr6.8xlarge": 2.4464, "inf1.xlarge": 0.228, "inf1.2xlarge": 0.362,
+              "inf1.6xlarge": 1.18, "inf1.24xlarge": 4.721, "p3dn.24xlarge": 31.212}
 
 
 #: a model described by its architecture, not a preset
@@ -67,8 +70,8 @@ def test_every_gpu_an_instance_names_has_an_entry():
 
 
 def test_newest_cards_and_filled_gaps():
-    for key in ("a10g", "rtx-5060-ti-16", "rtx-5070-ti", "rtx-5080", "rtx-5090", "rtx-pro-6000", "h200-nvl",
-                "h100-pcie", "h100-nvl", "b300", "mi300x"):
+    for key in ("a10g", "rtx-5060-ti-16", "rtx-5070-ti", "rtx-5080", "rtx-5090", "h100-pcie", "b300", "mi300x",
+                "dgx-spark", "rtx-4090-used", "radeon-rx-7900-xtx", "radeon-pro-w7800", "inferentia", "v100-32"):
         assert data.gpu(key), key
     b200 = data.gpu("b200")
     assert b200["bandwidth_gbs"] and b200["bf16_tflops"] and b200["tf32_tflops"] and b200["power_w"]
@@ -611,3 +614,51 @@ def test_advise_without_a_record_is_unchanged(tmp_path):
     p5en = next(o for o in doc["options"] if o["name"] == "p5en.48xlarge")
     assert not p5en["measured"] and p5en["decode_tps"] == pytest.approx(
         8 * 8 * 4800e9 / (P8 * 2 + KV_TOKEN * 4096 * 8), rel=1e-6)
+
+
+# ------------------------------------------------------------------ sources and rows the data must keep true
+
+WEAK = ("grokipedia", "aiwiki", "gpu.name", "techpowerup.com/forums", "ferreiradozezere")
+
+
+def test_no_row_rests_on_a_weak_source():
+    for g in data.gpus():
+        urls = [g["source"], g.get("price_source") or "", *g.get("checked_against", [])]
+        assert not any(w in u for u in urls for w in WEAK), g["key"]
+
+
+def test_trn2_ultraserver_network_counts_its_four_instances():
+    rows = {r["name"]: r for r in data.instances()}
+    assert rows["u-trn2x64"]["network"].startswith("4 x 3200") and "12,800" in rows["u-trn2x64"]["network"]
+    assert rows["trn2u.48xlarge"]["accelerator_count"] * 4 == rows["u-trn2x64"]["accelerator_count"]
+    assert rows["trn2u.48xlarge"]["accelerator_memory_gib"] * 4 == rows["u-trn2x64"]["accelerator_memory_gib"]
+    for name in ("gr6.4xlarge", "gr6.8xlarge", "inf1.xlarge", "inf1.24xlarge", "p3dn.24xlarge", "dl2q.24xlarge"):
+        assert name in rows, name
+
+
+def test_one_memory_unit_for_cards_and_instances():
+    """An H100 is 80 GiB as a card and 80 GiB per GPU in an instance: the same number, one unit."""
+    rows = {r["name"]: r for r in data.instances()}
+    p5 = rows["p5.48xlarge"]
+    assert p5["accelerator_memory_gib"] / p5["accelerator_count"] == data.gpu("h100-sxm")["memory_gib"] == 80
+    opts, _ = machines.options(estimate(Workload.from_preset("llama-3.1-8b")), meas={})
+    h100 = next(o for o in opts if o.name == "NVIDIA H100 SXM")
+    assert h100.memory_gib == 80
+    md = pages.render_data("cloud", "gpus")
+    assert "memory GiB" in md and "memory GB " not in md
+
+
+def test_qualcomm_and_inferentia_rows_are_not_offered_for_training():
+    full = estimate(Workload.from_preset("llama-2-7b", task="full"))
+    names = {o.name for o in machines.options(full, meas={}, neuron=True)[0]}
+    assert not any(n.startswith(("inf1", "dl2q")) for n in names)
+    assert machines.refusal("qualcomm", "qualcomm-ai100", "inference", True, True) == "qualcomm"
+
+
+def test_empty_buying_tiers_are_said_to_be_empty():
+    md = pages.render_data("cloud", "tiers")
+    priced = {label for label, lo, hi in render.TIERS
+              if any(g.get("price_usd") and lo <= g["price_usd"] < hi for g in data.gpus())}
+    for label, *_ in render.TIERS:
+        if label not in priced:
+            assert f"{label}" in md.split("No card in the data")[1], label

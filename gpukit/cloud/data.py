@@ -26,7 +26,7 @@ INSTANCE_NUMBERS = ("accelerator_count", "accelerator_memory_gib", "vcpus", "mem
 GPU_NUMBERS = ("memory_gib", "bandwidth_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp64_ratio",
                "power_w", "price_usd")
 CATEGORIES = ("training", "inference", "graphics")
-STACKS = ("cuda", "rocm", "neuron", "none")
+STACKS = ("cuda", "rocm", "neuron", "qualcomm", "none")
 UNITS = ("instance", "ultraserver")
 SEGMENTS = ("consumer", "workstation", "data-centre", "cloud-only")
 STALE_AFTER_MONTHS = 6

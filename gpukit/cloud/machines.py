@@ -20,7 +20,7 @@ The speed model, stated with every report:
 
 Which rows are offered depends on the software a task can run on: CUDA by default, AWS Neuron
 (Trainium, and Inferentia for inference only) with ``neuron=True``, ROCm GPUs with ``rocm=True``;
-parts without an ML stack (the G4ad graphics GPU) never. UltraServers appear only when no single
+Qualcomm's accelerators and parts without an ML stack (the G4ad graphics GPU) never. UltraServers appear only when no single
 instance holds the workload.
 """
 
@@ -203,8 +203,8 @@ def refusal(stack: str, gpu_key: str | None, task: str, neuron: bool, rocm: bool
     if stack == "neuron":
         if not neuron:
             return "neuron"
-        return "inferentia" if gpu_key == "inferentia2" and task != "inference" else None
-    return stack  # "rocm" without --rocm, or "none"
+        return "inferentia" if gpu_key in ("inferentia", "inferentia2") and task != "inference" else None
+    return stack  # "rocm" without --rocm, "qualcomm", or "none"
 
 
 def _speed(o: Option, g: dict | None, e: Estimate, flops: float | None, meas: dict[str, Measured],
@@ -256,7 +256,7 @@ def options(e: Estimate, flops: float | None = None, headroom: float = HEADROOM,
         (ultra if o.unit == "ultraserver" else aws).append(o)
     out = aws or ultra
     for g in data.gpus():
-        if g["segment"] == "cloud-only":
+        if g["segment"] == "cloud-only" or not g.get("memory_gib"):
             continue
         why = refusal(g["stack"], g["key"], w.task, neuron, rocm)
         if why:
@@ -277,6 +277,9 @@ def options(e: Estimate, flops: float | None = None, headroom: float = HEADROOM,
         notes.append(f"{_rows(skipped['inferentia'])} with AWS Inferentia: built for inference, not training")
     if skipped.get("rocm"):
         notes.append(f"{_rows(skipped['rocm'])} with AMD Instinct GPUs: they run ROCm, not CUDA (add --rocm)")
+    if skipped.get("qualcomm"):
+        notes.append(f"{_rows(skipped['qualcomm'])} with Qualcomm Cloud AI 100 accelerators: they run Qualcomm's AI "
+                     "SDK, not CUDA")
     if skipped.get("none"):
         notes.append(f"{_rows(skipped['none'])} without an ML software stack (G4ad's Radeon Pro V520)")
     if aws and ultra:

@@ -144,8 +144,12 @@ def tiers() -> str:
             rows.append([f"no list price ({g['segment']})", g["name"], "-", "-", _num(g["memory_gib"]),
                          _num(g["bandwidth_gbs"]), "-", _fits(g["memory_gib"], "bf16"), _fits(g["memory_gib"], "int8"),
                          _fits(g["memory_gib"], "int4")])
+    empty = [label for label, *_ in TIERS if not any(r[0] == label for r in rows)]
+    gap = (f"\n\n<small>No card in the data has a launch list price in the tier{'s' if len(empty) > 1 else ''} "
+           f"{', '.join(empty)}: the cards that would sit there are listed under \"no list price\".</small>"
+           if empty else "")
     return (table(["tier", "GPU", "launch price USD", "launched", "memory GiB", "bandwidth GB/s",
-                   "USD per GiB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll")
+                   "USD per GiB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll") + gap
             + f"\n\n<small>Launch list prices and dates from `gpukit/data/gpus.yaml` (sources in the table above); no "
               "dated street price was found, so none is shown: today's shop prices can be far from these. "
               f"\"Largest preset\" is `gpukit advise` on one card: inference, {TIER_SEQ}-token context, batch 1, "
