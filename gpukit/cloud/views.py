@@ -146,7 +146,8 @@ def tiers() -> str:
                          _fits(g["memory_gib"], "int4")])
     empty = [label for label, *_ in TIERS if not any(r[0] == label for r in rows)]
     gap = (f"\n\n<small>No card in the data has a launch list price in the tier{'s' if len(empty) > 1 else ''} "
-           f"{', '.join(empty)}: the cards that would sit there are listed under \"no list price\".</small>"
+           f"{', '.join(empty)}; cards without a list price in the data are listed apart, under \"no list price\"."
+           "</small>"
            if empty else "")
     return (table(["tier", "GPU", "launch price USD", "launched", "memory GiB", "bandwidth GB/s",
                    "USD per GiB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll") + gap
@@ -203,11 +204,12 @@ def models() -> str:
     for name, p in PRESETS.items():
         total, active = count_params(p)
         counted = "counted" if p.intermediate else "published"
+        window = _num(p.context) + (f" ({_link(p.context_source, 'config')})" if p.context_source else "")
         rows.append([f"`{name}`", f"{total / 1e9:,.2f}", f"{active / 1e9:,.2f}" if active < total else "all",
-                     p.layers, p.hidden, p.heads, p.kv_heads, counted,
+                     p.layers, p.hidden, p.heads, p.kv_heads, window, counted,
                      _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")])
     return (table(["preset", "parameters (billions)", "active per token", "layers", "hidden", "heads", "KV heads",
-                   "count", "source"], rows, "lrrrrrrll")
+                   "context (tokens)", "count", "source"], rows, "lrrrrrrrll")
             + "\n\n<small>\"counted\": total and active parameters counted from the config's layer sizes "
               "(`gpukit.cloud.models.count_params`); \"published\": the count the model card gives.</small>")
 
