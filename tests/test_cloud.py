@@ -662,3 +662,14 @@ def test_empty_buying_tiers_are_said_to_be_empty():
     for label, *_ in render.TIERS:
         if label not in priced:
             assert f"{label}" in md.split("No card in the data")[1], label
+
+
+def test_the_page_compares_a_recorded_run_with_the_advisor(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUKIT_RESULTS_DIR", str(tmp_path))
+    assert "No language-model run has been recorded yet" in pages.render_data("cloud", "advisor-check")
+    _record(tmp_path)
+    md = pages.render_data("cloud", "advisor-check")
+    rows = [ln for ln in md.splitlines() if ln.startswith("| NVIDIA H200")]
+    assert len(rows) == 2 and "1,666" in md and "`llama-3.1-8b`" in md
+    est = advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 8, 4096, root=tmp_path)
+    assert f"{(est - 1666.0) / 1666.0:+.1%}" in md

@@ -198,26 +198,10 @@ def report(w, flops: float | None = None, top: int = 10, root=None, neuron: bool
 def measured_checks(w, meas: dict) -> list[dict]:
     """The ``advisor_check`` rows recorded for ``w``'s model and precision (inference only), each
     with the advisor's estimate for its batch and context recomputed now."""
-    from . import advisor, data
-    out = []
+    from . import machines
     if w.task != "inference" or not w.model:
-        return out
-    for key, m in sorted(meas.items()):
-        for row in m.advisor_check:
-            if str(row["model"]).lower() != w.model or row["precision"] != w.precision:
-                continue
-            try:
-                tps = advisor.decode_tokens_per_s(w.model, key, row["batch"], row["context"], w.precision,
-                                                  efficiency=m.decode_efficiency or 1.0,
-                                                  bandwidth_gbs=m.copy_gbs or data.gpu(key)["bandwidth_gbs"])
-                mem = advisor.inference_memory(w.model, row["batch"], row["context"], w.precision)
-            except advisor.AdviceError:
-                continue
-            out.append({"gpu": m.device, "batch": row["batch"], "context": row["context"],
-                        "measured_tokens_per_s": float(row["measured_tokens_per_s"]), "estimate_tokens_per_s": tps,
-                        "measured_peak_bytes": int(row["measured_peak_bytes"]), "estimate_memory_bytes": mem,
-                        "record": m.llm_path})
-    return out
+        return []
+    return machines.compare_records(meas, model=w.model, precision=w.precision)
 
 
 def _emit(text: str) -> None:

@@ -297,3 +297,30 @@ def ranked(opts: list[Option], kind: str) -> tuple[list[Option], list[Option]]:
     priced = sorted((o for o in mine if o.price), key=lambda o: (o.price, o.count, o.name))
     unpriced = sorted((o for o in mine if not o.price), key=lambda o: (o.memory_gib, o.name))
     return priced, unpriced
+
+
+def compare_records(meas: dict[str, Measured], model: str | None = None,
+                    precision: str | None = None) -> list[dict]:
+    """Every recorded ``advisor_check`` row (of ``model`` and ``precision`` where given) beside
+    the advisor's estimate for the same GPU, batch and context, recomputed now with that GPU's
+    measured copy bandwidth and decode efficiency."""
+    from . import advisor
+    out = []
+    for key, m in sorted(meas.items()):
+        g = data.gpu(key)
+        for row in m.advisor_check:
+            name, prec = str(row["model"]).strip().lower(), str(row["precision"]).strip().lower()
+            if (model and name != model) or (precision and prec != precision):
+                continue
+            try:
+                tps = advisor.decode_tokens_per_s(name, key, row["batch"], row["context"], prec,
+                                                  efficiency=m.decode_efficiency or 1.0,
+                                                  bandwidth_gbs=m.copy_gbs or g.get("bandwidth_gbs"))
+                mem = advisor.inference_memory(name, row["batch"], row["context"], prec)
+            except advisor.AdviceError:
+                continue
+            out.append({"gpu": m.device, "model": name, "precision": prec, "batch": row["batch"],
+                        "context": row["context"], "measured_tokens_per_s": float(row["measured_tokens_per_s"]),
+                        "estimate_tokens_per_s": tps, "measured_peak_bytes": int(row["measured_peak_bytes"]),
+                        "estimate_memory_bytes": mem, "record": m.llm_path})
+    return out
