@@ -233,18 +233,21 @@ def advisor_check() -> str:
     """The advisor beside what this project measured running a language model (if recorded)."""
     from .advisor import GIB
     from .machines import compare_records, measurements
+    header = ["GPU", "model", "weights", "batch", "context", "measured tok/s", "advisor tok/s", "difference",
+              "measured peak GiB", "advisor GiB", "difference"]
     rows = compare_records(measurements())
     if not rows:
-        return ("No language-model run has been recorded yet: once `results/<machine>/llm_inference.json` "
-                "exists, this table puts its measured speed and peak memory beside the advisor's estimates.")
+        return (table(header, [["no run recorded yet"] + ["-"] * (len(header) - 1)], "l" * len(header))
+                + "\n\n<small>No language-model run has been recorded yet: once "
+                  "`results/<machine>/llm_inference.json` exists, this table puts its measured speed and peak "
+                  "memory beside the advisor's estimates.</small>")
     body = [[r["gpu"], f"`{r['model']}`", r["precision"], r["batch"], _num(r["context"]),
              _num(r["measured_tokens_per_s"]), _num(r["estimate_tokens_per_s"]),
              f"{(r['estimate_tokens_per_s'] - r['measured_tokens_per_s']) / r['measured_tokens_per_s']:+.1%}",
              f"{r['measured_peak_bytes'] / GIB:,.2f}", f"{r['estimate_memory_bytes'] / GIB:,.2f}",
              f"{(r['estimate_memory_bytes'] - r['measured_peak_bytes']) / r['measured_peak_bytes']:+.1%}"]
             for r in rows]
-    return table(["GPU", "model", "weights", "batch", "context", "measured tok/s", "advisor tok/s", "difference",
-                  "measured peak GiB", "advisor GiB", "difference"], body, "lllrrrrrrrr")
+    return table(header, body, "lllrrrrrrrr")
 
 
 #: Published rules of thumb the advisor is checked against (tests/test_cloud.py holds it to 10 %).
