@@ -673,3 +673,13 @@ def test_the_page_compares_a_recorded_run_with_the_advisor(tmp_path, monkeypatch
     assert len(rows) == 2 and "1,666" in md and "`llama-3.1-8b`" in md
     est = advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 8, 4096, root=tmp_path)
     assert f"{(est - 1666.0) / 1666.0:+.1%}" in md
+
+
+def test_a_record_may_say_how_it_prefilled(tmp_path):
+    rows = [{"model": "LLAMA-3.1-8B", "batch": 4, "context": 4096, "precision": "bf16", "prefill": 512,
+             "all_logits": True, "measured_tokens_per_s": 900.0, "measured_peak_bytes": 19_000_000_000,
+             "advise_tokens_per_s": None, "advise_memory_bytes": None}]
+    [row] = machines.compare_records(machines.measurements(_record(tmp_path, rows=rows)))
+    assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 4, 4096, prefill=512,
+                                                                    all_logits=True)
+    assert row["estimate_memory_bytes"] != advisor.inference_memory("llama-3.1-8b", 4, 4096)

@@ -303,7 +303,9 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
                     precision: str | None = None) -> list[dict]:
     """Every recorded ``advisor_check`` row (of ``model`` and ``precision`` where given) beside
     the advisor's estimate for the same GPU, batch and context, recomputed now with that GPU's
-    measured copy bandwidth and decode efficiency."""
+    measured copy bandwidth and decode efficiency. A row may add ``prefill`` (tokens per sequence
+    in the run's largest forward pass) and ``all_logits`` (that pass kept every position's
+    logits); the memory estimate then follows them, else it assumes the whole context at once."""
     from . import advisor
     out = []
     for key, m in sorted(meas.items()):
@@ -316,7 +318,9 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
                 tps = advisor.decode_tokens_per_s(name, key, row["batch"], row["context"], prec,
                                                   efficiency=m.decode_efficiency or 1.0,
                                                   bandwidth_gbs=m.copy_gbs or g.get("bandwidth_gbs"))
-                mem = advisor.inference_memory(name, row["batch"], row["context"], prec)
+                prefill = row.get("prefill") if isinstance(row.get("prefill"), int) else None
+                mem = advisor.inference_memory(name, row["batch"], row["context"], prec, prefill=prefill,
+                                               all_logits=row.get("all_logits") is True)
             except advisor.AdviceError:
                 continue
             out.append({"gpu": m.device, "model": name, "precision": prec, "batch": row["batch"],
