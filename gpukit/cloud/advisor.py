@@ -19,7 +19,7 @@ e.g. ``"NVIDIA H200"``). Both raise :class:`AdviceError` on input they cannot wo
 
 The formulas (bytes; P = parameters, L = layers, h = hidden size, I = MLP width, V = vocabulary,
 s = sequence length or context, b = batch, n = b x tokens in one forward pass; memory in GiB,
-2^30 bytes, the unit cards and AWS instances are sold in):
+2^30 bytes, the unit AWS lists accelerator memory in):
 
 * weights               = P x bytes_per_param(precision). Weight-only int8 and int4 quantise the
                           linear layers (the output projection too) and keep the embedding table and
