@@ -594,7 +594,7 @@ def test_advise_shows_the_measurement_next_to_its_estimate(tmp_path):
     assert row["measured_tokens_per_s"] == 1666.0 and row["measured_peak_bytes"] == 21_000_000_000
     assert row["estimate_tokens_per_s"] == pytest.approx(
         advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 8, 4096, root=root))
-    assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 8, 4096)
+    assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 8, 4096, prefill=1)
     assert len(doc["measured_checks"]) == 2 and "Measured by this project" in text
     assert "1,666" in text and "nvidia-h200/llm_inference.json" in text
     assert "decode reads at 90% of the copy bandwidth" in text
@@ -682,4 +682,4 @@ def test_a_record_may_say_how_it_prefilled(tmp_path):
     [row] = machines.compare_records(machines.measurements(_record(tmp_path, rows=rows)))
     assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 4, 4096, prefill=512,
                                                                     all_logits=True)
-    assert row["estimate_memory_bytes"] != advisor.inference_memory("llama-3.1-8b", 4, 4096)
+    assert row["estimate_memory_bytes"] != advisor.inference_memory("llama-3.1-8b", 4, 4096, prefill=1)

@@ -178,8 +178,8 @@ def report(w, flops: float | None = None, top: int = 10, root=None, neuron: bool
     lines += [f"  not offered: {n}" for n in left_out]
     checks = measured_checks(w, meas)
     if checks:
-        lines += ["", "Measured by this project against this estimate (same model, precision and GPU; "
-                      "the estimate recomputed now):"]
+        lines += ["", "Measured by this project against this estimate (same model, precision and GPU; the "
+                      "estimate recomputed now, its memory for one decode step over a full cache):"]
         lines.append(table(["GPU", "batch", "context", "measured tok/s", "estimate tok/s", "measured peak GiB",
                             "estimate GiB", "record"],
                            [[c["gpu"], c["batch"], c["context"], _tps(c["measured_tokens_per_s"]),

@@ -303,9 +303,10 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
                     precision: str | None = None) -> list[dict]:
     """Every recorded ``advisor_check`` row (of ``model`` and ``precision`` where given) beside
     the advisor's estimate for the same GPU, batch and context, recomputed now with that GPU's
-    measured copy bandwidth and decode efficiency. A row may add ``prefill`` (tokens per sequence
-    in the run's largest forward pass) and ``all_logits`` (that pass kept every position's
-    logits); the memory estimate then follows them, else it assumes the whole context at once."""
+    measured copy bandwidth and decode efficiency. The memory estimate is that of one decode step
+    over a full cache (how the language-model chapter measures its peak), unless the row adds
+    ``prefill`` (tokens per sequence in the run's largest forward pass) and ``all_logits`` (that
+    pass kept every position's logits)."""
     from . import advisor
     out = []
     for key, m in sorted(meas.items()):
@@ -318,7 +319,7 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
                 tps = advisor.decode_tokens_per_s(name, key, row["batch"], row["context"], prec,
                                                   efficiency=m.decode_efficiency or 1.0,
                                                   bandwidth_gbs=m.copy_gbs or g.get("bandwidth_gbs"))
-                prefill = row.get("prefill") if isinstance(row.get("prefill"), int) else None
+                prefill = row.get("prefill") if isinstance(row.get("prefill"), int) else 1
                 mem = advisor.inference_memory(name, row["batch"], row["context"], prec, prefill=prefill,
                                                all_logits=row.get("all_logits") is True)
             except advisor.AdviceError:
