@@ -292,7 +292,7 @@ def test_decode_is_bandwidth_bound_and_prefill_compute_bound():
     w = Workload.from_preset("llama-3.1-8b", seq=8192)
     e = estimate(w)
     l4 = next(o for o in machines.options(e, meas={})[0] if o.name == "g6.xlarge")
-    read = w.params * 2 + term(e, "KV cache")
+    read = (w.params - 128256 * 4096) * 2 + 4096 * 2 + term(e, "KV cache")  # one embedding row
     assert l4.decode_tps == pytest.approx(300e9 / read)  # the memory roof: far below the compute roof
     assert l4.prefill_s == pytest.approx(2 * w.params * 8192 / (121e12 * machines.DEFAULT_EFFICIENCY))
     assert l4.usd_per_mtok == pytest.approx(0.8048 / 3600 / l4.decode_tps * 1e6)
@@ -479,6 +479,12 @@ def test_cli_output_cut_short_by_head_ends_quietly():
 
 P8 = models.count_params(models.PRESETS["llama-3.1-8b"])[0]
 KV_TOKEN = 2 * 32 * 8 * 128 * 2           # bytes of K and V for one token of Llama 3.1 8B in 16 bits
+EMB8 = 128256 * 4096                       # its embedding table, of which a decode step reads one row a sequence
+
+
+def read8(batch):
+    """Weight bytes one bf16 decode step of Llama 3.1 8B reads."""
+    return (P8 - EMB8) * 2 + batch * 4096 * 2
 
 
 def test_the_8b_preset_has_the_llama_3_1_shape_and_context():
@@ -542,12 +548,12 @@ def _record(root, efficiency=0.9, rows=None, copy=4200.0):
 def test_decode_speed_without_a_record_is_the_peak_bandwidth_roof(tmp_path):
     bw = data.gpu("h100-sxm")["bandwidth_gbs"]
     got = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, root=tmp_path)
-    assert got == pytest.approx(4 * bw * 1e9 / (P8 * 2 + KV_TOKEN * 2048 * 4))
+    assert got == pytest.approx(4 * bw * 1e9 / (read8(4) + KV_TOKEN * 2048 * 4))
     half = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, efficiency=0.5, root=tmp_path)
     assert half == pytest.approx(got / 2)
     mine = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 4, 2048, efficiency=0.5,
                                        bandwidth_gbs=3000.0, root=tmp_path)
-    assert mine == pytest.approx(4 * 3000e9 * 0.5 / (P8 * 2 + KV_TOKEN * 2048 * 4))
+    assert mine == pytest.approx(4 * 3000e9 * 0.5 / (read8(4) + KV_TOKEN * 2048 * 4))
 
 
 def test_decode_speed_meets_the_compute_roof_at_a_large_batch(tmp_path):
@@ -556,12 +562,12 @@ def test_decode_speed_meets_the_compute_roof_at_a_large_batch(tmp_path):
     got = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", batch, context, root=tmp_path)
     flops = 2 * P8 * batch + 4 * 32 * 32 * 128 * context * batch
     assert got == pytest.approx(batch / (flops / (g["bf16_tflops"] * 1e12 * machines.DEFAULT_EFFICIENCY)))
-    assert got < batch * g["bandwidth_gbs"] * 1e9 / (P8 * 2 + KV_TOKEN * context * batch)
+    assert got < batch * g["bandwidth_gbs"] * 1e9 / (read8(batch) + KV_TOKEN * context * batch)
 
 
 def test_decode_speed_uses_the_recorded_efficiency_on_that_gpu_only(tmp_path):
     root = _record(tmp_path)
-    read = P8 * 2 + KV_TOKEN * 4096 * 8
+    read = read8(8) + KV_TOKEN * 4096 * 8
     for name in ("h200-sxm", "NVIDIA H200", "nvidia h200"):
         got = advisor.decode_tokens_per_s("llama-3.1-8b", name, 8, 4096, root=root)
         assert got == pytest.approx(8 * 4200e9 * 0.9 / read)
@@ -601,7 +607,7 @@ def test_advise_shows_the_measurement_next_to_its_estimate(tmp_path):
     # the instance rows on that GPU use the measured efficiencies too
     p5en = next(o for o in doc["options"] if o["name"] == "p5en.48xlarge")
     assert p5en["measured"] and p5en["decode_tps"] == pytest.approx(
-        8 * 8 * 4200e9 * 0.9 / (P8 * 2 + KV_TOKEN * 4096 * 8), rel=1e-6)
+        8 * 8 * 4200e9 * 0.9 / (read8(8) + KV_TOKEN * 4096 * 8), rel=1e-6)
     int8 = Workload.from_preset("llama-3.1-8b", seq=4096, batch=8, precision="int8")
     assert advise_cli.report(int8, root=root)[1]["measured_checks"] == []
 
@@ -613,7 +619,7 @@ def test_advise_without_a_record_is_unchanged(tmp_path):
     assert doc["measured_checks"] == [] and "Measured by this project" not in text
     p5en = next(o for o in doc["options"] if o["name"] == "p5en.48xlarge")
     assert not p5en["measured"] and p5en["decode_tps"] == pytest.approx(
-        8 * 8 * 4800e9 / (P8 * 2 + KV_TOKEN * 4096 * 8), rel=1e-6)
+        8 * 8 * 4800e9 / (read8(8) + KV_TOKEN * 4096 * 8), rel=1e-6)
 
 
 # ------------------------------------------------------------------ sources and rows the data must keep true
@@ -683,3 +689,12 @@ def test_a_record_may_say_how_it_prefilled(tmp_path):
     assert row["estimate_memory_bytes"] == advisor.inference_memory("llama-3.1-8b", 4, 4096, prefill=512,
                                                                     all_logits=True)
     assert row["estimate_memory_bytes"] != advisor.inference_memory("llama-3.1-8b", 4, 4096, prefill=1)
+
+
+def test_quantised_decode_reads_the_packed_weights_and_scales(tmp_path):
+    lin = P8 - EMB8
+    bw = data.gpu("h100-sxm")["bandwidth_gbs"] * 1e9
+    int4 = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 1, 1024, "int4", root=tmp_path)
+    assert int4 == pytest.approx(bw / (lin / 2 + 2 * lin / 128 + 4096 * 2 + KV_TOKEN * 1024))
+    bf16 = advisor.decode_tokens_per_s("llama-3.1-8b", "h100-sxm", 1, 1024, root=tmp_path)
+    assert 3.0 < int4 / bf16 < 4.0

@@ -50,7 +50,8 @@ s = sequence length or context, b = batch, n = b x tokens in one forward pass; m
 * logits (training)     = s x b x V x 4: the output layer's logits, in fp32 for the loss.
 
 Decode, one step for the whole batch, is the slower of two roofs: reading
-``weights (as stored) + KV cache at the context`` at ``bandwidth x efficiency``, and
+``weights (as stored, but only b rows of the embedding table) + KV cache at the context`` at
+``bandwidth x efficiency``, and
 ``2 x active parameters x b + 4 x L x heads x head_dim x s x b`` FLOPs at the dense tensor peak
 times the measured (or assumed) matmul efficiency. ``bandwidth`` is the copy bandwidth this project
 measured on that GPU (``results/*/matmul*.json``) or else its data-sheet peak; ``efficiency`` is the
@@ -418,12 +419,15 @@ def inference_memory(model: str, batch: int, context: int, precision: str = "bf1
 
 def decode_step(w: Workload) -> tuple[float, float]:
     """(bytes read, FLOPs) of one decode step of workload ``w`` at its full context ``w.seq``:
-    the weights as stored (a mixture of experts reads ``min(total, active x batch)`` of its
-    expert weights) plus the KV cache; 2 x active parameters x batch plus attention over the
-    context."""
+    the weights as stored except the embedding table, of which a step reads one row per
+    sequence (a mixture of experts reads ``min(total, active x batch)`` of its weights), plus
+    the KV cache; 2 x active parameters x batch plus attention over the context."""
     emb = _embedding(w)
-    stored = weights_bytes(w.params, w.precision, emb, w.hidden)
+    emb_bytes = emb * w.act_bytes
+    stored = weights_bytes(w.params, w.precision, emb, w.hidden) - emb_bytes
     read = stored * min(1.0, w.active_params * w.batch / w.params)
+    if emb:
+        read += min(w.batch, w.vocab) * w.hidden * w.act_bytes
     head_dim = w.hidden // w.heads
     kv = kv_cache_bytes(w.layers, w.kv_heads, head_dim, w.seq, w.batch, w.kv_bytes)
     flops = 2 * w.active_params * w.batch + 4 * w.layers * w.heads * head_dim * w.seq * w.batch
