@@ -202,15 +202,18 @@ def _sweep(kernels, sizes, repeat: int, failures: dict) -> list[dict]:
     return rows
 
 
-def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP) -> dict:
+def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP, skip=()) -> dict:
+    """The GPU measurements; kernels named in ``skip`` are left out (and listed)."""
     import torch
     from .kernels import KERNELS
     started = time.perf_counter()
-    failures: dict[str, str] = {}
+    failures: dict[str, str] = {k: "skipped" for k in skip}
+    bf16 = [k for k in KERNELS if k not in skip]
+    fp8 = [k for k in tuple(FP8_KERNELS) + (FP8_LIBRARY,) if k not in skip]
     part = {"n": n, "roofs": roofs(n, repeat)}
-    part["ladder"] = _ladder(n, repeat, KERNELS, False, failures)
-    part["fp8"] = _ladder(n, repeat, tuple(FP8_KERNELS) + (FP8_LIBRARY,), True, failures)
-    part["sweep"] = _sweep(KERNELS, [s for s in sizes if s != n] + [n], max(repeat // 2, 5),
+    part["ladder"] = _ladder(n, repeat, bf16, False, failures)
+    part["fp8"] = _ladder(n, repeat, fp8, True, failures)
+    part["sweep"] = _sweep(bf16, [s for s in sizes if s != n] + [n], max(repeat // 2, 5),
                            failures)
     part["failures"] = failures
     try:
@@ -226,14 +229,14 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP) -> dict:
     return part
 
 
-def run(n: int = DEFAULT_N, repeat: int = 20) -> dict:
+def run(n: int = DEFAULT_N, repeat: int = 20, skip=()) -> dict:
     """Everything ``gpukit bench tensor-cores`` records; the ``gpu`` part needs a Hopper
     GPU (compute capability 9.0) and is left out elsewhere."""
     parts = {"accuracy": {"ks": list(ACCURACY_K), "rows": accuracy_table(ACCURACY_K)}}
     if device.has_gpu():
         import torch
         if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):
-            parts["gpu"] = gpu_part(n, repeat)
+            parts["gpu"] = gpu_part(n, repeat, skip=skip)
         else:
             log("tensor-cores: the ladder needs a Hopper GPU (sm_90); recording accuracy only")
     return parts
