@@ -13,8 +13,6 @@ import ctypes
 import functools
 import math
 
-import numpy as np
-
 from .nvrtc import SOURCE
 
 #: tiles and launch shapes of the kernels in tensor_cores.cu
@@ -25,13 +23,28 @@ WG_SMEM = 4 * (128 + 256) * 128 + 2 * 4 * 8 + 1024
 
 
 @functools.cache
-def module(device_id: int = 0):
-    """The compiled module (NVRTC, sm_90a: wgmma and setmaxnreg need the 'a' target)."""
+def module(device_id: int = 0, wmma: bool = False):
+    """A compiled module (NVRTC, sm_90a: wgmma and setmaxnreg need the 'a' target):
+    the WMMA kernel's (``wmma=True``, with the toolkit's <mma.h>) or the others'
+    (no header). Should CuPy's compilation not find a complete <mma.h>, the WMMA
+    module is compiled by :mod:`.nvrtc` with the include folders it finds, and loaded."""
     import cupy
+    from . import nvrtc
+    options = ("-std=c++17", "-arch=sm_90a")
+    if wmma:
+        options += ("-DTC_WMMA",) + tuple(f"-I{d}" for d in nvrtc.include_dirs())
     with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"),
-                             options=("-std=c++17", "-arch=sm_90a"))
-        mod.compile()
+        try:
+            mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"), options=options)
+            mod.compile()
+        except Exception:
+            if not wmma:
+                raise
+            import tempfile
+            cubin = nvrtc.compile_source(wmma=True)["cubin"]
+            with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+                fh.write(cubin)
+            mod = cupy.RawModule(path=fh.name)
     return mod
 
 
@@ -39,7 +52,7 @@ def module(device_id: int = 0):
 def function(name: str, device_id: int = 0, smem: int = 0):
     """A kernel of the module, allowed ``smem`` bytes of dynamic shared memory."""
     import cupy
-    fn = module(device_id).get_function(name)
+    fn = module(device_id, name == "tc_wmma").get_function(name)
     if smem > 48 * 1024:
         drv = cupy.cuda.driver
         attr = getattr(drv, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
@@ -47,16 +60,27 @@ def function(name: str, device_id: int = 0, smem: int = 0):
     return fn
 
 
-@functools.cache
-def _stream(ptr: int):
-    import cupy
-    return cupy.cuda.ExternalStream(ptr)
-
-
 def _launch(fn, grid, block, args, smem=0):
+    """cuLaunchKernel on torch's current stream. ``args`` are ctypes values (pointers
+    as c_uint64, sizes as c_int32, tensor maps as :class:`TensorMap`); the driver
+    copies each parameter from the address given, so a 128-byte tensor map goes by
+    value like any other."""
+    import cupy
     import torch
-    stream = _stream(torch.cuda.current_stream().cuda_stream)
-    fn(grid, block, args, shared_mem=smem, stream=stream)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    block = tuple(block) + (1,) * (3 - len(block))
+    params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(x) for x in args])
+    cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, smem,
+                                  torch.cuda.current_stream().cuda_stream,
+                                  ctypes.addressof(params), 0)
+
+
+def _ptr(t):
+    return ctypes.c_uint64(t.data_ptr())
+
+
+def _ints(*values):
+    return [ctypes.c_int32(v) for v in values]
 
 
 def wmma(a, w, c):
@@ -64,8 +88,7 @@ def wmma(a, w, c):
     n = w.shape[0]
     grid = (math.ceil(n / WMMA_TILE[1]), math.ceil(m / WMMA_TILE[0]))
     fn = function("tc_wmma", a.device.index)
-    _launch(fn, grid, (WMMA_THREADS,), (a.data_ptr(), w.data_ptr(), c.data_ptr(),
-                                         np.int32(m), np.int32(n), np.int32(k)))
+    _launch(fn, grid, (WMMA_THREADS,), [_ptr(a), _ptr(w), _ptr(c), *_ints(m, n, k)])
 
 
 def mma_sync(a, w, c):
@@ -74,8 +97,8 @@ def mma_sync(a, w, c):
     n = w.shape[0]
     grid = (math.ceil(n / MMA_TILE[1]), math.ceil(m / MMA_TILE[0]))
     fn = function("tc_mma", a.device.index, MMA_SMEM)
-    _launch(fn, grid, (MMA_THREADS,), (a.data_ptr(), w.data_ptr(), c.data_ptr(),
-                                        np.int32(m), np.int32(n), np.int32(k)), MMA_SMEM)
+    _launch(fn, grid, (MMA_THREADS,), [_ptr(a), _ptr(w), _ptr(c), *_ints(m, n, k)],
+            MMA_SMEM)
 
 
 # ------------------------------------------------------------------ tensor maps
@@ -122,11 +145,6 @@ def tensor_map(t, box_rows: int, box_cols: int) -> TensorMap:
     return m
 
 
-def _map_arg(m: TensorMap):
-    from cupy.cuda.function import CPointer
-    return CPointer(ctypes.addressof(m))
-
-
 def _sm_count(device_id: int) -> int:
     import torch
     return torch.cuda.get_device_properties(device_id).multi_processor_count
@@ -141,8 +159,7 @@ def _wgmma_launch(name, a, w, c, extra=()):
     dev = a.device.index
     fn = function(name, dev, WG_SMEM)
     _launch(fn, (min(tiles, _sm_count(dev)),), (WG_THREADS,),
-            (_map_arg(maps[0]), _map_arg(maps[1]), c.data_ptr(), np.int32(m),
-             np.int32(n), np.int32(k), *extra), WG_SMEM)
+            [maps[0], maps[1], _ptr(c), *_ints(m, n, k), *extra], WG_SMEM)
 
 
 def wgmma(a, w, c):
@@ -153,4 +170,4 @@ def wgmma(a, w, c):
 def wgmma_fp8(a8, w8, scales, c):
     """fp8 e4m3 ``a8`` (M x K) and ``w8`` (N x K), K % 16 == 0; ``scales`` a float32
     CUDA tensor holding the two per-tensor scales; C = scale_a scale_w a8 @ w8^T."""
-    _wgmma_launch("tc_wgmma_fp8", a8, w8, c, (scales.data_ptr(),))
+    _wgmma_launch("tc_wgmma_fp8", a8, w8, c, (_ptr(scales),))

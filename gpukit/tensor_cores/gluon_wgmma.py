@@ -41,17 +41,17 @@ def gluon_kernel(a_desc, w_desc, c_desc, M, N, K,
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
     w_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + w_desc.block_type.nbytes
     nk = gl.cdiv(K, BK)
-    for s in gl.static_range(STAGES - 1):           # fill all slots but one
-        if s < nk:
-            mbarrier.expect(ready.index(s), nbytes)
-            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], ready.index(s),
-                                            a_ring.index(s))
-            tma.async_copy_global_to_shared(w_desc, [off_n, s * BK], ready.index(s),
-                                            w_ring.index(s))
+    for i in gl.static_range(STAGES - 1):           # fill all slots but one
+        if i < nk:
+            mbarrier.expect(ready.index(i), nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], ready.index(i),
+                                            a_ring.index(i))
+            tma.async_copy_global_to_shared(w_desc, [off_n, i * BK], ready.index(i),
+                                            w_ring.index(i))
 
     # two warpgroups stacked along M, each issuing m64 n256 k16 instructions
     layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -73,8 +73,8 @@ def gluon_kernel(a_desc, w_desc, c_desc, M, N, K,
             tma.async_copy_global_to_shared(w_desc, [off_n, nxt * BK], ready.index(sn),
                                             w_ring.index(sn))
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(ready.index(s))
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(i))
 
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [BM, BN], c_desc.layout)
     c_smem.store(acc.to(c_desc.dtype))

@@ -145,23 +145,32 @@ def quantize(x, fmt: str = "e4m3"):
 
 
 def linear_fp8(a8, scale_a, w8, scale_w, *, kernel: str = "fp8-wgmma-tma", out=None):
-    """C = scale_a scale_w a8 @ w8.T in bf16 from e4m3 operands (fp32 accumulation)."""
+    """C = scale_a scale_w a8 @ w8.T in bf16 from e4m3 operands (fp32 accumulation);
+    ``scale_a`` and ``scale_w`` are one-element float32 tensors on the same GPU."""
     import torch
     _validate(a8, w8, kernel, ("float8_e4m3fn",), FP8_ALL)
     m, n = a8.shape[0], w8.shape[0]
+    given = out
     out, ap, wp, np_ = _prepare(a8, w8, kernel, out, torch.bfloat16)
     if m == 0 or n == 0:
         return out
     if a8.shape[1] == 0:
         return out.zero_()
-    scales = torch.cat([scale_a.reshape(1), scale_w.reshape(1)]).float().to(a8.device)
-    target = out if np_ == n else torch.empty((m, np_), dtype=out.dtype, device=out.device)
     if kernel == "cublaslt-fp8":
+        # fast accumulation: partial sums stay in the tensor core, as in the kernels
+        # here; each scale is its own allocation (a view into a shared one was refused)
         wp = _pad(wp, np_, wp.shape[1])
-        # fast accumulation: partial sums stay in the tensor core, as in the kernels here
-        torch._scaled_mm(ap, wp.t(), scale_a=scales[0], scale_b=scales[1],
-                         out_dtype=torch.bfloat16, use_fast_accum=True, out=target)
-    elif kernel == "fp8-triton":
+        res = torch._scaled_mm(ap, wp.t(), scale_a=scale_a.reshape(()).float(),
+                               scale_b=scale_w.reshape(()).float(),
+                               out_dtype=torch.bfloat16, use_fast_accum=True)
+        res = res[:, :n]
+        if given is None:
+            return res
+        out.copy_(res)
+        return out
+    scales = torch.cat([scale_a.reshape(1), scale_w.reshape(1)]).float()
+    target = out if np_ == n else torch.empty((m, np_), dtype=out.dtype, device=out.device)
+    if kernel == "fp8-triton":
         from . import triton_dot
         triton_dot.dot(ap, wp, target, scales)
     else:

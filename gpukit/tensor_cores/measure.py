@@ -157,13 +157,16 @@ def _ladder(n: int, repeat: int, kernels, fp8: bool, failures: dict) -> list[dic
                 log(f"{kernel} CHECK FAILED: {failures[kernel]}")
                 checks = None
             c = _poisoned(n, n)
-            if fp8:
-                call = lambda: linear_fp8(a8, sa, w8, sw, kernel=kernel, out=c)  # noqa: E731
+            if fp8:      # a new output each call: cuBLASLt's returns its own
+                call = lambda: linear_fp8(a8, sa, w8, sw, kernel=kernel)  # noqa: E731
             else:
                 call = lambda: linear(a, w, kernel=kernel, out=c)  # noqa: E731
             t = _timed(call, 2.0 * n**3, repeat, name=kernel)
             c.fill_(float("nan"))
-            call()
+            if fp8:
+                linear_fp8(a8, sa, w8, sw, kernel=kernel, out=c)
+            else:
+                call()
             torch.cuda.synchronize()
             if fp8:
                 err = check_product(c, a8.double() * sa.double(),

@@ -40,17 +40,26 @@ def find_library() -> str | None:
 
 
 def include_dirs() -> list[str]:
-    """Folders holding cuda_bf16.h and mma.h (the wheel's, or $CUDA_PATH/include)."""
-    out = [str(p) for r in _roots() for p in r.glob("*/include") if (p / "mma.h").exists()]
-    cuda = os.environ.get("CUDA_PATH", "/usr/local/cuda")
-    if Path(cuda, "include", "mma.h").exists():
-        out.append(str(Path(cuda, "include")))
+    """Folders holding the toolkit's mma.h with the crt/mma.h it includes: the CUDA
+    toolkit's ($CUDA_PATH, /usr/local/cuda*) first, then the nvidia wheels'. (A wheel's
+    include folder without crt/ failed on the GPU machine: "cannot open source file
+    crt/mma.h".)"""
+    cands = [Path(os.environ["CUDA_PATH"], "include")] if "CUDA_PATH" in os.environ else []
+    cands += [Path("/usr/local/cuda/include")]
+    cands += sorted(Path("/usr/local").glob("cuda-*/include"), reverse=True)
+    cands += sorted(Path("/usr/local").glob("cuda*/targets/*/include"), reverse=True)
+    cands += [p for r in _roots() for p in sorted(r.glob("*/include"))]
+    out = []
+    for c in cands:
+        if (c / "crt" / "mma.h").exists() and str(c) not in out:
+            out.append(str(c))
     return out
 
 
 def compile_source(source: str | None = None, arch: str = "sm_90a",
-                   options: tuple[str, ...] = ()) -> dict:
-    """Compile ``source`` (default: the chapter's .cu) to PTX and cubin for ``arch``.
+                   options: tuple[str, ...] = (), wmma: bool = False) -> dict:
+    """Compile ``source`` (default: the chapter's .cu) to PTX and cubin for ``arch``;
+    ``wmma=True`` compiles the WMMA kernel (``-DTC_WMMA``, with the toolkit's headers).
 
     Returns ``{"ptx": str, "cubin": bytes, "log": str}``; raises :class:`NvrtcError` with
     the log when compilation fails and ``OSError`` when no libnvrtc is found.
@@ -66,7 +75,9 @@ def compile_source(source: str | None = None, arch: str = "sm_90a",
     prog = ctypes.c_void_p()
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), text, b"tensor_cores.cu", 0,
                                        None, None))
-    opts = [f"-arch={arch}", "-std=c++17", *options] + [f"-I{d}" for d in include_dirs()]
+    opts = [f"-arch={arch}", "-std=c++17", *options]
+    if wmma:
+        opts += ["-DTC_WMMA"] + [f"-I{d}" for d in include_dirs()]
     arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
     status = lib.nvrtcCompileProgram(prog, len(opts), arr)
     log = _read(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").decode(

@@ -11,11 +11,13 @@
 //                two consumer warpgroups, persistent over output tiles (sm_90a)
 //   tc_wgmma_fp8 the same design on fp8 e4m3 inputs (m64n256k32), scaled in the
 //                epilogue by the product of the two per-tensor scales
-#include <cuda_bf16.h>
-#include <mma.h>
+//
+// The WMMA kernel needs the toolkit's <mma.h> and is compiled alone (with TC_WMMA
+// defined); the others need no header at all: bf16 values are 16-bit integers to them,
+// converted from fp32 by PTX's cvt.rn.
 
-typedef unsigned long long uint64_t;
-typedef unsigned int uint32_t;
+#ifdef TC_WMMA
+#include <mma.h>
 typedef __nv_bfloat16 bf16;
 
 // --8<-- [start:wmma]
@@ -40,6 +42,7 @@ tc_wmma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     bool vec = (K % 8 == 0);
+    bf16 zero = __float2bfloat16(0.f);
     for (int k0 = 0; k0 < K; k0 += WM_BK) {
         // 128 rows x 32 columns = 512 chunks of 8 values per tile; 2 per thread.
         for (int c = threadIdx.x; c < 512; c += 256) {
@@ -54,7 +57,7 @@ tc_wmma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict
                     *(uint4*)d = *(const uint4*)s;
                 } else {
                     for (int e = 0; e < 8; e++)
-                        d[e] = (r < lims[t] && k0 + kk + e < K) ? s[e] : __float2bfloat16(0.f);
+                        d[e] = (r < lims[t] && k0 + kk + e < K) ? s[e] : zero;
                 }
             }
         }
@@ -85,6 +88,24 @@ tc_wmma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict
         }
 }
 // --8<-- [end:wmma]
+
+#else
+
+typedef unsigned long long uint64_t;
+typedef unsigned int uint32_t;
+typedef unsigned short bf16;                 // the bits of a bfloat16
+
+__device__ __forceinline__ bf16 to_bf16(float x) {          // round to nearest even
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    uint32_t r;                                  // lo in the low half: the lower address
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
 
 // --8<-- [start:mma]
 // 128 x 256 tile of C per block of 8 warps (2 x 4, 64 x 64 each), BK = 32, STAGES deep.
@@ -152,6 +173,7 @@ tc_mma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict_
     int row0 = blockIdx.y * MM_BM, col0 = blockIdx.x * MM_BN;
     float acc[4][8][4] = {};                 // 4 m16 tiles x 8 n8 tiles x 4 values
     int nk = (K + MM_BK - 1) / MM_BK;
+    #pragma unroll
     for (int s = 0; s < MM_STAGES - 1; s++) {               // fill the pipeline
         if (s < nk)
             mma_load_tile(sa + s * MM_TILE_A, sw + s * MM_TILE_W, A, W, M, N, K,
@@ -170,17 +192,22 @@ tc_mma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict_
         asm volatile("cp.async.commit_group;\n");
         const bf16* ta = sa + (kt % MM_STAGES) * MM_TILE_A;
         const bf16* tw = sw + (kt % MM_STAGES) * MM_TILE_W;
+        #pragma unroll
         for (int ks = 0; ks < 2; ks++) {                    // two k16 steps per tile
             uint32_t af[4][4], bfr[4][4];
+            #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int r = wm * 64 + i * 16 + lane % 16;
                 ldmatrix_x4(af[i], ta + swz(r, ks * 2 + lane / 16));
             }
+            #pragma unroll
             for (int j = 0; j < 4; j++) {   // each x4 load: two n8 tiles, both k halves
                 int r = wn * 64 + j * 16 + lane % 8 + (lane / 16) * 8;
                 ldmatrix_x4(bfr[j], tw + swz(r, ks * 2 + (lane / 8) % 2));
             }
+            #pragma unroll
             for (int i = 0; i < 4; i++)
+                #pragma unroll
                 for (int j = 0; j < 8; j++)
                     mma_16816(acc[i][j], af[i], bfr[j / 2][(j % 2) * 2],
                               bfr[j / 2][(j % 2) * 2 + 1]);
@@ -189,19 +216,21 @@ tc_mma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict_
     asm volatile("cp.async.wait_group 0;\n");
     // acc[i][j]: rows g and g + 8 of its m16 tile, columns 2t and 2t + 1 of its n8 tile
     int g = lane / 4, t = lane % 4;
+    #pragma unroll
     for (int i = 0; i < 4; i++)
+        #pragma unroll
         for (int j = 0; j < 8; j++)
+            #pragma unroll
             for (int h = 0; h < 2; h++) {
                 int r = row0 + wm * 64 + i * 16 + g + h * 8;
                 int c = col0 + wn * 64 + j * 8 + t * 2;
                 if (r >= M) continue;
                 bf16* out = C + (size_t)r * N + c;
                 if (c + 1 < N && N % 2 == 0) {
-                    *(__nv_bfloat162*)out = __floats2bfloat162_rn(acc[i][j][h * 2],
-                                                                   acc[i][j][h * 2 + 1]);
+                    *(uint32_t*)out = pack_bf16x2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
                 } else {
-                    if (c < N) out[0] = __float2bfloat16(acc[i][j][h * 2]);
-                    if (c + 1 < N) out[1] = __float2bfloat16(acc[i][j][h * 2 + 1]);
+                    if (c < N) out[0] = to_bf16(acc[i][j][h * 2]);
+                    if (c + 1 < N) out[1] = to_bf16(acc[i][j][h * 2 + 1]);
                 }
             }
 }
@@ -430,6 +459,7 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a, const TensorM
                 wgmma_fence();
                 unsigned char* ta = sa + s * TILE_A + half * 64 * 128;
                 unsigned char* tw = sw + s * TILE_W;
+                #pragma unroll
                 for (int ks = 0; ks < 4; ks++) {
                     if (ELEM == 2)
                         wgmma_bf16(d, smem_desc(ta + ks * 32), smem_desc(tw + ks * 32),
@@ -446,18 +476,20 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a, const TensorM
             // d[j]: n8 block j / 4; rows warp*16 + lane/4 (+8 for j % 4 >= 2);
             // columns 2 (lane % 4) and + 1
             int rbase = tm * WG_BM + half * 64 + warp * 16 + lane / 4;
+            #pragma unroll
             for (int j = 0; j < 128; j += 4) {
                 int c = tn * WG_BN + (j / 4) * 8 + (lane % 4) * 2;
+                #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     int r = rbase + h * 8;
                     if (r >= M) continue;
                     float v0 = d[j + 2 * h] * scale, v1 = d[j + 2 * h + 1] * scale;
                     bf16* out = C + (size_t)r * N + c;
                     if (c + 1 < N && N % 2 == 0) {
-                        *(__nv_bfloat162*)out = __floats2bfloat162_rn(v0, v1);
+                        *(uint32_t*)out = pack_bf16x2(v0, v1);
                     } else {
-                        if (c < N) out[0] = __float2bfloat16(v0);
-                        if (c + 1 < N) out[1] = __float2bfloat16(v1);
+                        if (c < N) out[0] = to_bf16(v0);
+                        if (c + 1 < N) out[1] = to_bf16(v1);
                     }
                 }
             }
@@ -478,3 +510,5 @@ tc_wgmma_fp8(const __grid_constant__ TensorMap map_a,
     wgmma_gemm<1>(&map_a, &map_w, C, M, N, K, scales[0] * scales[1]);
 }
 // --8<-- [end:wgmma]
+
+#endif

@@ -31,7 +31,8 @@ INTERPRETER_CONFIG = {"BM": 16, "BN": 16, "BK": 16, "GROUP": 2}
 # --8<-- [start:kernel]
 @triton.jit
 def dot_kernel(a, w, c, scales, M, N, K, SCALED: tl.constexpr, UPCAST: tl.constexpr,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+               EVEN_K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+               BK: tl.constexpr, GROUP: tl.constexpr):
     # Programs are numbered along groups of GROUP tile-rows, so that programs
     # running at the same time share tiles of W in L2.
     pid = tl.program_id(0)
@@ -42,18 +43,23 @@ def dot_kernel(a, w, c, scales, M, N, K, SCALED: tl.constexpr, UPCAST: tl.conste
         rows = GROUP
     tm = first + (pid % (GROUP * tiles_n)) % rows
     tn = (pid % (GROUP * tiles_n)) // rows
-    rm = tm * BM + tl.arange(0, BM)
-    rn = tn * BN + tl.arange(0, BN)
+    # Rows past the edge wrap around (% M): they load real data, and their results
+    # are never stored, so the loads need no mask along M or N.
+    rm = (tm * BM + tl.arange(0, BM)) % M
+    rn = (tn * BN + tl.arange(0, BN)) % N
     rk = tl.arange(0, BK)
     pa = a + rm[:, None] * K + rk[None, :]          # BM x BK tile of A
-    pw = w + rn[None, :] * K + rk[:, None]          # BK x BN tile of W^T
+    pw = w + rn[:, None] * K + rk[None, :]          # BN x BK tile of W
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        ta = tl.load(pa, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
-        tw = tl.load(pw, mask=(rn[None, :] < N) & (rk[:, None] + k0 < K), other=0.0)
+        if EVEN_K:
+            ta, tw = tl.load(pa), tl.load(pw)
+        else:
+            ta = tl.load(pa, mask=rk[None, :] < K - k0, other=0.0)
+            tw = tl.load(pw, mask=rk[None, :] < K - k0, other=0.0)
         if UPCAST:                                  # the CPU interpreter only
             ta, tw = ta.to(tl.float32), tw.to(tl.float32)
-        acc = tl.dot(ta, tw, acc)                   # tensor cores, fp32 accumulate
+        acc = tl.dot(ta, tw.T, acc)                 # tensor cores, fp32 accumulate
         pa += BK
         pw += BK
     if SCALED:                                      # fp8: C = scale_a scale_w A W^T
@@ -63,13 +69,17 @@ def dot_kernel(a, w, c, scales, M, N, K, SCALED: tl.constexpr, UPCAST: tl.conste
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
         acc = bits.to(tl.float32, bitcast=True)
     out = acc.to(c.dtype.element_ty)
-    inside = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(c + rm[:, None] * N + rn[None, :], out, mask=inside)
+    om = tm * BM + tl.arange(0, BM)
+    on = tn * BN + tl.arange(0, BN)
+    inside = (om[:, None] < M) & (on[None, :] < N)
+    tl.store(c + om[:, None] * N + on[None, :], out, mask=inside)
 # --8<-- [end:kernel]
 
 
-tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(dot_kernel)
-tuned_fp8 = triton.autotune(configs=FP8_CONFIGS, key=["M", "N", "K"])(dot_kernel)
+_even_k = triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BK"] == 0})
+plain = _even_k(dot_kernel)
+tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(plain)
+tuned_fp8 = triton.autotune(configs=FP8_CONFIGS, key=["M", "N", "K"])(plain)
 
 
 def _grid(meta, m, n):
@@ -85,7 +95,7 @@ def dot(a, w, c, scales=None, *, interpret: bool = False):
     sp = scales if scaled else c
     if interpret:
         cfg = INTERPRETER_CONFIG
-        dot_kernel[_grid(cfg, m, n)](a, w, c, sp, m, n, k, scaled, True, **cfg)
+        plain[_grid(cfg, m, n)](a, w, c, sp, m, n, k, scaled, True, **cfg)
         return c
     kern = tuned_fp8 if a.element_size() == 1 else tuned
     kern[lambda meta: _grid(meta, m, n)](a, w, c, sp, m, n, k, scaled, False)
