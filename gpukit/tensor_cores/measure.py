@@ -232,14 +232,25 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP, skip=()) -> dict
     return part
 
 
-def run(n: int = DEFAULT_N, repeat: int = 20, skip=()) -> dict:
-    """Everything ``gpukit bench tensor-cores`` records; the ``gpu`` part needs a Hopper
-    GPU (compute capability 9.0) and is left out elsewhere."""
-    parts = {"accuracy": {"ks": list(ACCURACY_K), "rows": accuracy_table(ACCURACY_K)}}
+def run(n: int | None = None, repeat: int = 20, skip=(), sanitizer: bool = True) -> dict:
+    """Everything ``gpukit bench tensor-cores`` records. ``accuracy`` runs anywhere; the
+    ``gpu`` part (and ``sanitizer``, compute-sanitizer on the CUDA C kernels) needs a
+    Hopper GPU (compute capability 9.0) and is left out elsewhere."""
+    n = n or DEFAULT_N
+    parts = {"accuracy": {"n": max(ACCURACY_K), "ks": list(ACCURACY_K), "rows": [],
+                          "table": accuracy_table(ACCURACY_K)}}
     if device.has_gpu():
         import torch
         if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0):
-            parts["gpu"] = gpu_part(n, repeat, skip=skip)
+            gpu = gpu_part(n, min(repeat, 20), skip=skip)
+            gpu["rows"] = [{"name": r["kernel"], **r} for r in gpu["ladder"] + gpu["fp8"]]
+            parts["gpu"] = gpu
+            if sanitizer:
+                from .sanitize import sanitize
+                kernels = [k for k in ("01-wmma", "02-mma-sync", "03-wgmma-tma",
+                                       "fp8-wgmma-tma") if k not in gpu["failures"]]
+                result = sanitize(kernels, timeout=60)
+                parts["sanitizer"] = {"n": 0, "rows": [], **result}
         else:
             log("tensor-cores: the ladder needs a Hopper GPU (sm_90); recording accuracy only")
     return parts
@@ -272,7 +283,7 @@ if __name__ == "__main__":
     import json
     import os
     n = int(os.environ.get("TC_N", DEFAULT_N))
-    result = run(n)
+    result = run(n, sanitizer=False)
     path = os.environ.get("TC_JSON")
     if path:
         from ..results import _json_default
