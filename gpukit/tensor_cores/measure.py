@@ -25,6 +25,8 @@ from .meta import (ACCURACY_K, AWKWARD, FP8_KERNELS, FP8_LIBRARY, GRAPH_MAX, HEA
 from .numerics import U_FP8_ACC, accuracy_table, check_product
 
 DEFAULT_N = HEADLINE
+#: kernels named here (comma-separated) are left out of the run and listed as skipped
+SKIP_ENV = "GPUKIT_TENSOR_CORES_SKIP"
 
 
 def log(*args):
@@ -235,8 +237,11 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP, skip=()) -> dict
 def run(n: int | None = None, repeat: int = 20, skip=(), sanitizer: bool = True) -> dict:
     """Everything ``gpukit bench tensor-cores`` records. ``accuracy`` runs anywhere; the
     ``gpu`` part (and ``sanitizer``, compute-sanitizer on the CUDA C kernels) needs a
-    Hopper GPU (compute capability 9.0) and is left out elsewhere."""
+    Hopper GPU (compute capability 9.0) and is left out elsewhere. Kernels in ``skip``
+    (or in $GPUKIT_TENSOR_CORES_SKIP) are left out."""
     n = n or DEFAULT_N
+    import os
+    skip = tuple(skip) or tuple(k for k in os.environ.get(SKIP_ENV, "").split(",") if k)
     parts = {"accuracy": {"n": max(ACCURACY_K), "ks": list(ACCURACY_K), "rows": [],
                           "table": accuracy_table(ACCURACY_K)}}
     if device.has_gpu():
