@@ -117,9 +117,17 @@ def _libcuda():
 
 
 class TensorMap(ctypes.Structure):
-    """The 128 opaque bytes of a CUtensorMap, 64-byte aligned."""
+    """The 128 opaque bytes of a CUtensorMap (made 64-byte aligned by :func:`_new_map`)."""
     _fields_ = [("words", ctypes.c_uint64 * 16)]
-    _align_ = 64
+
+
+def _new_map() -> TensorMap:
+    """A zeroed TensorMap at a 64-byte aligned host address, as the driver requires."""
+    buf = (ctypes.c_uint8 * (128 + 64))()
+    addr = (ctypes.addressof(buf) + 63) // 64 * 64
+    m = TensorMap.from_address(addr)
+    m._buffer = buf                             # keep the memory alive with the map
+    return m
 
 
 def tensor_map(t, box_rows: int, box_cols: int) -> TensorMap:
@@ -130,7 +138,7 @@ def tensor_map(t, box_rows: int, box_cols: int) -> TensorMap:
     elem = t.element_size()
     if (cols * elem) % 16 or t.data_ptr() % 16:
         raise ValueError("a TMA row must be a multiple of 16 bytes, 16-byte aligned")
-    m = TensorMap()
+    m = _new_map()
     dims = (ctypes.c_uint64 * 2)(cols, rows)
     strides = (ctypes.c_uint64 * 1)(cols * elem)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
