@@ -298,8 +298,9 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait0() {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {      // until at most PENDING groups run
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(PENDING) : "memory");
 }
 
 __device__ __forceinline__ void wgmma_bf16(float (&d)[128], uint64_t desc_a,
@@ -469,10 +470,14 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a, const TensorM
                                    kt > 0 || ks > 0);
                 }
                 wgmma_commit();
-                wgmma_wait0();
-                mbar_arrive(&empty[s]);
+                // keep this step's MMAs running; the previous step's are done, so
+                // its slot goes back to the producer
+                wgmma_wait<1>();
+                if (kt > 0) mbar_arrive(&empty[(s + WG_STAGES - 1) % WG_STAGES]);
                 if (++s == WG_STAGES) { s = 0; phase ^= 1; }
             }
+            wgmma_wait<0>();
+            mbar_arrive(&empty[(s + WG_STAGES - 1) % WG_STAGES]);
             // d[j]: n8 block j / 4; rows warp*16 + lane/4 (+8 for j % 4 >= 2);
             // columns 2 (lane % 4) and + 1
             int rbase = tm * WG_BM + half * 64 + warp * 16 + lane / 4;
