@@ -50,9 +50,12 @@ def module(device_id: int = 0, wmma: bool = False):
 
 @functools.cache
 def function(name: str, device_id: int = 0, smem: int = 0):
-    """A kernel of the module, allowed ``smem`` bytes of dynamic shared memory."""
+    """A kernel of the module (the driver's function, with its handle in ``.ptr``),
+    allowed ``smem`` bytes of dynamic shared memory."""
     import cupy
-    fn = module(device_id, name == "tc_wmma").get_function(name)
+    raw = module(device_id, name == "tc_wmma").get_function(name)
+    with cupy.cuda.Device(device_id):
+        fn = getattr(raw, "kernel", raw)     # CuPy 13+: a RawKernel wraps the Function
     if smem > 48 * 1024:
         drv = cupy.cuda.driver
         attr = getattr(drv, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
