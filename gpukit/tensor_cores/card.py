@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpukit import pages
 
-from .meta import FP8_LIBRARY, LIBRARY, SLUG
+from .meta import FP8_LIBRARY, LIBRARY, PRECISIONS, SLUG
 from .views import fp8_rows, ladder_rows, roof
 
 LEARN = [
@@ -24,15 +24,16 @@ def card(data: dict) -> str:
     lib = rows[LIBRARY]
     mine = [r for k, r in rows.items() if k != LIBRARY]
     best = max(mine, key=lambda r: r["tflops"])
-    first = min(mine, key=lambda r: r["kernel"])
+    slow = min(mine, key=lambda r: r["tflops"])
     takeaways = [
         f"The same GPU multiplies {gpu['n']:,}-sized matrices at "
         f"{pages.fmt_num(bf16['tflops'])} TFLOP/s in bf16 on its tensor cores and at "
         f"{pages.fmt_num(fp32['tflops'])} TFLOP/s in fp32 without them: "
         f"{pages.fmt_ratio(bf16['tflops'] / fp32['tflops'])}.",
-        f"The first rung, `{first['kernel']}`, reaches "
-        f"{100 * first['tflops'] / lib['tflops']:.0f} % of cuBLAS; the fastest of the "
-        f"chapter, `{best['kernel']}`, {100 * best['tflops'] / lib['tflops']:.0f} %.",
+        f"Of the {len(mine)} kernels of the ladder recorded, the slowest, "
+        f"`{slow['kernel']}`, reaches {100 * slow['tflops'] / lib['tflops']:.0f} % of "
+        f"cuBLAS and the fastest, `{best['kernel']}`, "
+        f"{100 * best['tflops'] / lib['tflops']:.0f} %.",
     ]
     fp8 = fp8_rows(gpu)
     lt = fp8.get(FP8_LIBRARY)
@@ -40,6 +41,7 @@ def card(data: dict) -> str:
         takeaways.append(
             f"fp8 doubles the rate again: cuBLASLt reaches {pages.fmt_num(lt['tflops'])} "
             f"TFLOP/s, {pages.fmt_ratio(lt['tflops'] / lib['tflops'])} bf16, at the price "
-            "of 3 significand bits instead of 8.")
+            f"of {PRECISIONS['e4m3'][1]} significant bits instead of "
+            f"{PRECISIONS['bf16'][1]}.")
     return pages.card(LEARN, ["matmul", "gpu_anatomy", "timing"], takeaways,
                       source=f"measured on {pages.plot_title(data)}", level="advanced")

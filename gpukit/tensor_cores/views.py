@@ -162,8 +162,15 @@ def render_fp8(slug: str, data: dict) -> str:
 @pages.renderer(SLUG, "sanitizer")
 def render_sanitizer(slug: str, data: dict) -> str:
     san = data["sanitizer"]
-    rows = [[f"`{r['kernel']}`", r["tool"], r.get("summary") or "no summary",
-             f"{len(r['ran'])} of {len(san['shapes'])}"] for r in san["runs"]]
+    rows = []
+    for r in san["runs"]:
+        ran = len(r["ran"]) == len(san["shapes"]) and not r["failed"]
+        rows.append([f"`{r['kernel']}`", r["tool"],
+                     (r.get("summary") or "no summary") if ran
+                     else "the kernel did not run (see the results file)",
+                     f"{len(r['ran'])} of {len(san['shapes'])}"])
+    if not rows:
+        return "compute-sanitizer: not recorded on this machine."
     shapes = ", ".join("x".join(map(str, s)) for s in san["shapes"])
     head = (f"compute-sanitizer {san.get('version') or ''} on each CUDA C kernel at "
             f"{shapes}, each run also checked against float64:\n\n")
@@ -180,7 +187,10 @@ def targets(data: dict) -> list[pages.Target]:
         r = ladder_rows(gpu).get(kernel) if gpu else None
         name = f"{LABELS[kernel]}, bf16 {gpu['n'] if gpu else 8192}^3"
         if r is None or lib is None:
-            out.append(pages.Target(name, f">= {goal:.0%} of cuBLAS", "not recorded", None))
+            failed = bool(gpu) and kernel in gpu.get("failures", {})
+            out.append(pages.Target(name, f">= {goal:.0%} of cuBLAS",
+                                    "failed" if failed else "not recorded",
+                                    False if failed else None))
             continue
         frac = r["tflops"] / lib["tflops"]
         out.append(pages.Target(name, f">= {goal:.0%} of cuBLAS", f"{100 * frac:.1f} %",
@@ -205,3 +215,95 @@ def targets(data: dict) -> list[pages.Target]:
                                 f"{sum(passed(r) for r in every)} of "
                                 f"{len(every) + len(gpu.get('failures', {}))} pass", ok))
     return out
+
+
+#: a rung's description on the page, shown only where the results hold it passing
+CUDA_C_TEXT = {
+    "01-wmma": (
+        "WMMA fragments",
+        "The oldest way to reach the tensor cores from CUDA C is `nvcuda::wmma`: a warp "
+        "loads 16 x 16 fragments of A and B from shared memory, multiplies them with "
+        "`mma_sync` into an fp32 accumulator fragment and stores it. Each warp of the "
+        "block owns 64 x 32 of a 128 x 128 tile of C; shared-memory rows are padded so "
+        "that their starts stay 16-byte aligned, as WMMA needs.",
+        "wmma"),
+    "02-mma-sync": (
+        "mma.sync, ldmatrix, cp.async and a swizzle",
+        "One level down, in inline PTX: `mma.sync.m16n8k16` takes its operands from "
+        "registers, loaded from shared memory by `ldmatrix` (eight rows of 16 bytes per "
+        "matrix). `cp.async` copies the next tiles from global to shared memory without "
+        "passing through registers, STAGES tiles ahead, so the copies overlap the "
+        "arithmetic. Each 16-byte chunk of a shared-memory row is stored at a position "
+        "XORed with bits of the row number (a swizzle), so that the eight rows one "
+        "`ldmatrix` reads fall into eight different groups of banks.",
+        "mma"),
+    "03-wgmma-tma": (
+        "wgmma fed by TMA, warp-specialised and persistent",
+        "Hopper's own path: `wgmma.mma_async` makes a warpgroup (four warps) multiply "
+        "a 64 x 16 tile of A by a 16 x 256 tile of W straight from shared memory into "
+        "128 fp32 registers per thread, asynchronously. The copy engine (TMA) brings "
+        "128 x 64 and 256 x 64 tiles into shared memory in the 128-byte swizzled layout "
+        "wgmma reads, and counts the bytes in on an mbarrier. One producer warpgroup "
+        "issues the copies, two consumer warpgroups do the MMAs, and a second mbarrier "
+        "per slot hands the slot back. The grid has one block per SM, and each block "
+        "walks over output tiles (persistent).",
+        "wgmma"),
+}
+
+
+def _cu_section(name: str) -> str:
+    """The lines of tensor_cores.cu between its --8<-- markers ``name``."""
+    from pathlib import Path
+    text = Path(__file__).with_name("tensor_cores.cu").read_text(encoding="utf-8")
+    start = text.index(f"// --8<-- [start:{name}]")
+    start = text.index("\n", start) + 1
+    return text[start:text.index(f"// --8<-- [end:{name}]")].rstrip()
+
+
+@pages.renderer(SLUG, "cuda-c")
+def render_cuda_c(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    rows = ladder_rows(gpu)
+    lib = rows.get(LIBRARY)
+    parts = []
+    for i, (kernel, (title, text, section)) in enumerate(CUDA_C_TEXT.items(), 1):
+        r = rows.get(kernel)
+        if r is None or lib is None:
+            continue
+        pct = 100 * r["tflops"] / lib["tflops"]
+        parts.append(f"**Rung {i}: {title}.** {text} On {pages.machine_title(data)} at "
+                     f"{gpu['n']:,}^3 it reaches {pages.fmt_num(r['tflops'])} TFLOP/s, "
+                     f"{pct:.1f} % of cuBLAS.\n\n"
+                     f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
+                     f"{_cu_section(section)}\n```")
+    if not parts:
+        return ("The three hand-written CUDA C rungs (WMMA, `mma.sync`, `wgmma` + TMA) "
+                f"were not recorded passing on {pages.machine_title(data)}; their "
+                "source is `gpukit/tensor_cores/tensor_cores.cu`.")
+    return "\n\n".join(parts)
+
+
+@pages.renderer(SLUG + "_profiles", "profiles")
+def render_profiles(slug: str, data: dict) -> str:
+    rows = []
+    for r in data["gpu"]["rows"]:
+        tm = r.get("tensor_metrics") or {}
+        pipe = tm.get("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")
+        stalls = ", ".join(f"{s['reason']} {s['cycles_per_issue']:.1f}"
+                           for s in (r.get("top_stalls") or [])[:2])
+        hot = ((r.get("sass") or {}).get("hot") or [{}])[0]
+        rows.append([f"`{r['kernel']}`", pages.fmt_time(r["duration_s"]),
+                     "-" if pipe is None else f"{pipe:.0f} %",
+                     "-" if r.get("achieved_occupancy_pct") is None
+                     else f"{r['achieved_occupancy_pct']:.1f} %",
+                     pages.fmt_num(r.get("bank_conflicts")), stalls or "-",
+                     f"`{hot['sass']}`" if hot.get("sass") else "-"])
+    if not rows:
+        raise pages.NotRecorded("profiles")
+    n = data["gpu"]["rows"][0]["n"]
+    head = (f"**{pages.machine_title(data)}**, Nsight Compute on one launch of each rung "
+            f"at M = N = K = {n:,} (after a warm-up); stalls in cycles per issued "
+            "instruction; hot: the instruction with the most stall samples.\n\n")
+    return head + pages.table(["kernel", "duration", "tensor pipe active",
+                               "achieved occupancy", "bank conflicts", "top stalls",
+                               "hot instruction"], rows, align="lrrrrll")
