@@ -39,7 +39,7 @@ def card(data: dict) -> str:
     lt = fp8.get(FP8_LIBRARY)
     if lt:
         takeaways.append(
-            f"fp8 doubles the rate again: cuBLASLt reaches {pages.fmt_num(lt['tflops'])} "
+            f"fp8 raises the rate again: cuBLASLt reaches {pages.fmt_num(lt['tflops'])} "
             f"TFLOP/s, {pages.fmt_ratio(lt['tflops'] / lib['tflops'])} bf16, at the price "
             f"of {PRECISIONS['e4m3'][1]} significant bits instead of "
             f"{PRECISIONS['bf16'][1]}.")

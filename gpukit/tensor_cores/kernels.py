@@ -54,13 +54,14 @@ def _validate(a, w, kernel: str, dtypes: tuple[str, ...], kernels: tuple[str, ..
         if name not in dtypes:
             raise TypeError(f"{label} is {name}; kernel {kernel} takes "
                             f"{' or '.join(dtypes)}: convert explicitly")
-        host_ok = kernel == "04-triton" and interpreting()
-        if x.device.type != "cuda" and not host_ok:
-            raise TypeError(f"{label} is in host memory; these kernels run on the GPU and "
-                            "copy nothing behind your back: move it first (tensor.cuda())")
     if a.shape[1] != w.shape[1]:
         raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, w is "
                          f"{tuple(w.shape)} (both must have K columns)")
+    host_ok = kernel == "04-triton" and interpreting()
+    for label, x in (("a", a), ("w", w)):
+        if x.device.type != "cuda" and not host_ok:
+            raise TypeError(f"{label} is in host memory; these kernels run on the GPU and "
+                            "copy nothing behind your back: move it first (tensor.cuda())")
     if a.device != w.device:
         raise TypeError(f"a is on {a.device} but w is on {w.device}; put both on one device")
     if a.device.type == "cuda":

@@ -54,8 +54,8 @@ def accumulation_bound(k: int, u: float = U32) -> float:
     """Accepted error of a kernel's fp32 sum, relative to |A| @ |W|^T (the check).
 
     For random data rounding errors grow like sqrt(K) unit roundoffs; 16 sqrt(K) u
-    leaves a wide margin yet catches one missing term (about 1/K of the scale) for every
-    K up to 2**16.
+    leaves a wide margin yet, in fp32, catches one missing term (about 1/K of the scale)
+    for every K up to 8192, the largest size the chapter measures.
     """
     return 16 * u * math.sqrt(max(k, 1))
 
