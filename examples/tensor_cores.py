@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.m, args.n, args.k) < 1 or args.repeat < 1:
         parser.error("--m, --n, --k and --repeat must be >= 1")
     if GPU and torch.cuda.get_device_capability() < (9, 0):
-        parser.error("the wgmma and Gluon kernels need a Hopper GPU (compute capability 9.0)")
+        parser.error("the wgmma and Gluon kernels need a Hopper GPU "
+                     "(compute capability 9.0)")
     try:
         rows = run(args.m, args.n, args.k, args.repeat)
     except AssertionError as exc:
@@ -89,17 +90,19 @@ def main(argv: list[str] | None = None) -> int:
              else "Triton's CPU interpreter (no GPU; times are the interpreter's)")
     print(f"C = A W^T, A {args.m} x {args.k}, W {args.n} x {args.k}, bf16, on {where}")
     lib = next((r for r in rows if r["kernel"] == "cublas"), None)
-    print(f"{'kernel':<16}{'first call':>14}{'median':>14}{'TFLOP/s':>10}{'% cuBLAS':>10}"
-          f"{'error':>10}")
+    print(f"{'kernel':<16}{'first call':>14}{'median':>14}{'TFLOP/s':>10}"
+          f"{'% cuBLAS':>10}{'error':>10}")
     for r in rows:
         pct = f"{100 * r['tflops'] / lib['tflops']:9.1f}%" if lib else f"{'-':>10}"
         print(f"{r['kernel']:<16}{r['first_call_s'] * 1e3:>11.2f} ms"
-              f"{r['median_s'] * 1e3:>11.4f} ms{r['tflops']:>10.3f}{pct}{r['error']:>10.1e}")
+              f"{r['median_s'] * 1e3:>11.4f} ms{r['tflops']:>10.3f}{pct}"
+              f"{r['error']:>10.1e}")
     print("every kernel verified against the float64 reference")
     accuracy = [rounding_error(p, args.k) for p in ("tf32", "bf16", "e4m3", "e5m2")]
     print(f"rounding the inputs, K = {args.k}: largest error relative to |A||W|^T")
     for r in accuracy:
-        print(f"  {r['precision']:<6}{r['max']:>10.1e}   (worst-case bound {r['bound']:.1e})")
+        print(f"  {r['precision']:<6}{r['max']:>10.1e}"
+              f"   (worst-case bound {r['bound']:.1e})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"example": "tensor_cores", "m": args.m, "n": args.n, "k": args.k,

@@ -132,8 +132,8 @@ def check_product(got, a, w, *, what: str = "product", out_precision: str = "bf1
         raise Mismatch(f"{what}: shape {tuple(got64.shape)} != {tuple(ref.shape)}")
     bad = int((~xp.isfinite(got64)).sum())
     if bad:
-        raise Mismatch(f"{what}: {bad} of {got64.numel() if xp is not np else got64.size} "
-                       "elements are NaN or inf")
+        size = got64.numel() if xp is not np else got64.size
+        raise Mismatch(f"{what}: {bad} of {size} elements are NaN or inf")
     if min(got64.shape) == 0:
         return 0.0
     scale = xp.abs(a64) @ xp.abs(w64).T
@@ -142,8 +142,8 @@ def check_product(got, a, w, *, what: str = "product", out_precision: str = "bf1
                  else excess / np.maximum(scale, 1e-300)).max())
     bound = accumulation_bound(a64.shape[1], acc_u)
     if err > bound:
-        raise Mismatch(f"{what}: error {err:.3g} beyond the output's rounding, relative "
-                       f"to |A| @ |W|^T, exceeds {bound:.3g}")
+        raise Mismatch(f"{what}: error {err:.3g} beyond the output's rounding, "
+                       f"relative to |A| @ |W|^T, exceeds {bound:.3g}")
     return max(err, 0.0)
 # --8<-- [end:check]
 

@@ -66,11 +66,14 @@ tc_wmma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict
             wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[4];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb[2];
             for (int i = 0; i < 4; i++)
-                wmma::load_matrix_sync(fa[i], sa + (wm * 64 + i * 16) * WM_LD + kk, WM_LD);
+                wmma::load_matrix_sync(fa[i], sa + (wm * 64 + i * 16) * WM_LD + kk,
+                                       WM_LD);
             for (int j = 0; j < 2; j++)     // W's rows are B's columns: col_major B
-                wmma::load_matrix_sync(fb[j], sw + (wn * 32 + j * 16) * WM_LD + kk, WM_LD);
+                wmma::load_matrix_sync(fb[j], sw + (wn * 32 + j * 16) * WM_LD + kk,
+                                       WM_LD);
             for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+                for (int j = 0; j < 2; j++)
+                    wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
         __syncthreads();
     }
@@ -82,7 +85,8 @@ tc_wmma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict
             for (int e = lane; e < 256; e += 32) {
                 int r = row0 + wm * 64 + i * 16 + e / 16;
                 int c = col0 + wn * 32 + j * 16 + e % 16;
-                if (r < M && c < N) C[(size_t)r * N + c] = __float2bfloat16(stage[warp][e]);
+                if (r < M && c < N)
+                    C[(size_t)r * N + c] = __float2bfloat16(stage[warp][e]);
             }
             __syncwarp();
         }
@@ -227,7 +231,8 @@ tc_mma(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict_
                 if (r >= M) continue;
                 bf16* out = C + (size_t)r * N + c;
                 if (c + 1 < N && N % 2 == 0) {
-                    *(uint32_t*)out = pack_bf16x2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+                    *(uint32_t*)out = pack_bf16x2(acc[i][j][h * 2],
+                                                  acc[i][j][h * 2 + 1]);
                 } else {
                     if (c < N) out[0] = to_bf16(acc[i][j][h * 2]);
                     if (c + 1 < N) out[1] = to_bf16(acc[i][j][h * 2 + 1]);
@@ -277,8 +282,8 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map,
                                             uint64_t* bar, int inner, int outer) {
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];\n"
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+        ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
         :: "r"(smem_addr(dst)), "l"((uint64_t)map), "r"(inner), "r"(outer),
            "r"(smem_addr(bar)) : "memory");
 }
@@ -406,7 +411,8 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n,
 // ELEM is 2 (bf16, BK = 64) or 1 (fp8 e4m3, BK = 128): either way a row is 128 bytes
 // and one wgmma step covers 32 bytes of it.
 template <int ELEM>
-__device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a, const TensorMap* map_w,
+__device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a,
+                                           const TensorMap* map_w,
                                            bf16* __restrict__ C, int M, int N, int K,
                                            float scale) {
     constexpr int BK = 128 / ELEM;
@@ -503,7 +509,8 @@ __device__ __forceinline__ void wgmma_gemm(const TensorMap* map_a, const TensorM
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
-tc_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_w,
+tc_wgmma(const __grid_constant__ TensorMap map_a,
+         const __grid_constant__ TensorMap map_w,
          bf16* __restrict__ C, int M, int N, int K) {
     wgmma_gemm<2>(&map_a, &map_w, C, M, N, K, 1.0f);
 }
