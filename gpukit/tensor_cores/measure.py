@@ -207,12 +207,58 @@ def _sweep(kernels, sizes, repeat: int, failures: dict) -> list[dict]:
     return rows
 
 
+#: kernels written here, tried first in a child process: one that faults (a CUDA error
+#: ends the process's context) or hangs (a wait that never completes) is left out of the
+#: run with its reason, instead of taking the other measurements down with it
+PREFLIGHT = ("01-wmma", "02-mma-sync", "03-wgmma-tma", "05-gluon", "fp8-wgmma-tma")
+PREFLIGHT_SHAPES = ((17, 33, 65), (300, 200, 1000))
+
+
+def preflight_child(kernels: list[str]) -> dict:
+    """In a fresh process: each kernel at two small shapes, checked; kernel -> "ok" or
+    the error."""
+    out = {}
+    for kernel in kernels:
+        try:
+            check_kernel(kernel, PREFLIGHT_SHAPES, fp8=kernel.startswith("fp8"))
+            out[kernel] = "ok"
+        except Exception as exc:  # noqa: BLE001 - the verdict is the record
+            out[kernel] = f"{type(exc).__name__}: {exc}"[:400]
+    return out
+
+
+def preflight(kernels, timeout: float = 150) -> dict[str, str]:
+    """kernel -> why it is left out, for the kernels that fail or hang in a child
+    process. All run in one child first; a kernel that failed there (or all, when the
+    child died or timed out) is tried again alone, so that a fault of one does not
+    condemn the kernels after it."""
+    from .. import proc
+    kernels = list(kernels)
+    res = proc.run_fresh("gpukit.tensor_cores.measure:preflight_child", kernels,
+                         timeout=timeout)
+    verdicts = {k: res.get(k) for k in kernels}
+    bad = {}
+    for kernel in kernels:
+        if verdicts[kernel] == "ok":
+            continue
+        alone = proc.run_fresh("gpukit.tensor_cores.measure:preflight_child", [kernel],
+                               timeout=timeout)
+        verdict = alone.get(kernel) or f"the process ended: {alone.get('error')}"
+        if verdict != "ok":
+            bad[kernel] = f"preflight: {verdict}"[:500]
+            log(f"{kernel} left out: {bad[kernel]}")
+    return bad
+
+
 def gpu_part(n: int = DEFAULT_N, repeat: int = 20, sizes=SWEEP, skip=()) -> dict:
-    """The GPU measurements; kernels named in ``skip`` are left out (and listed)."""
+    """The GPU measurements; kernels named in ``skip`` are left out (and listed), and so
+    are the kernels that fail :func:`preflight`."""
     import torch
     from .kernels import KERNELS
     started = time.perf_counter()
     failures: dict[str, str] = {k: "skipped" for k in skip}
+    failures.update(preflight([k for k in PREFLIGHT if k not in skip]))
+    skip = tuple(failures)
     bf16 = [k for k in KERNELS if k not in skip]
     fp8 = [k for k in tuple(FP8_KERNELS) + (FP8_LIBRARY,) if k not in skip]
     part = {"n": n, "roofs": roofs(n, repeat)}
