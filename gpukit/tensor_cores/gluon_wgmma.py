@@ -11,6 +11,8 @@ edges of C. Hopper (sm_90) only.
 
 from __future__ import annotations
 
+import functools
+
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -84,13 +86,18 @@ def gluon_kernel(a_desc, w_desc, c_desc, M, N, K,
 # --8<-- [end:kernel]
 
 
+@functools.cache
+def _layouts():
+    """The swizzled shared-memory layouts of the A, W and C tiles (made once)."""
+    return tuple(gl.NVMMASharedLayout.get_default_for(shape, gl.bfloat16)
+                 for shape in ([BM, BK], [BN, BK], [BM, BN]))
+
+
 def gluon_matmul(a, w, c):
     """c = a @ w.T (bf16, torch CUDA tensors); rows must be multiples of 16 bytes."""
     m, k = a.shape
     n = w.shape[0]
-    lay_a = gl.NVMMASharedLayout.get_default_for([BM, BK], gl.bfloat16)
-    lay_w = gl.NVMMASharedLayout.get_default_for([BN, BK], gl.bfloat16)
-    lay_c = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.bfloat16)
+    lay_a, lay_w, lay_c = _layouts()
     a_desc = TensorDescriptor(a, list(a.shape), list(a.stride()), [BM, BK], lay_a)
     w_desc = TensorDescriptor(w, list(w.shape), list(w.stride()), [BN, BK], lay_w)
     c_desc = TensorDescriptor(c, list(c.shape), list(c.stride()), [BM, BN], lay_c)

@@ -40,8 +40,9 @@ AWKWARD = ((1, 1, 1), (17, 33, 65), (1000, 777, 513), (128, 256, 72), (300, 200,
 #: the headline size and the size sweep (n = M = N = K)
 HEADLINE = 8192
 SWEEP = (256, 512, 1024, 2048, 4096, 8192)
-#: at or below this size a timed call is replayed from a CUDA graph (launch-bound sizes)
-GRAPH_MAX = 1024
+#: at or below this size a timed call is replayed from a CUDA graph: launch-bound sizes
+#: (in the first recorded run, calls at 2048 timed one by one were flagged host-bound)
+GRAPH_MAX = 2048
 #: inner dimensions of the accuracy study
 ACCURACY_K = (16, 64, 256, 1024, 4096, 16384)
 

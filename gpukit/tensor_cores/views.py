@@ -127,12 +127,14 @@ def render_sweep(slug: str, data: dict) -> str:
     cell = {(r["kernel"], r["n"]): r for r in gpu["sweep"] if r.get("tflops")}
     rows = []
     for k in kernels:
-        rows.append([f"`{k}`", *[pages.fmt_num(cell[(k, s)]["tflops"]) if (k, s) in cell
+        rows.append([f"`{k}`", *[pages.fmt_num(cell[(k, s)]["tflops"])
+                                 + pages.dagger(cell[(k, s)]) if (k, s) in cell
                                  else "-" for s in sizes]])
     graphs = sorted({r["n"] for r in gpu["sweep"] if r.get("graph")})
     head = (f"**{pages.machine_title(data)}**, TFLOP/s at M = N = K = n; sizes up to "
             f"{max(graphs) if graphs else 0:,} replayed from a CUDA graph of 10 calls.\n\n")
-    return head + pages.table(["kernel", *[f"n = {s:,}" for s in sizes]], rows)
+    note = pages.host_bound_note(list(cell.values()))
+    return head + pages.table(["kernel", *[f"n = {s:,}" for s in sizes]], rows) + note
 
 
 @pages.renderer(SLUG, "fp8")
