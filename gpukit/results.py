@@ -78,6 +78,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
             multi_gpu=("cats_vs_dogs_ddp",)),
     Chapter("matmul", "Matrix multiplication"),
+    Chapter("llm_inference", "Running a language model on one GPU"),
     Chapter("graphics", "Why GPUs exist: pixels in parallel"),
     Chapter("profiling", "Profile before you guess: Nsight Compute, streams and overlap",
             benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
