@@ -193,8 +193,9 @@ class KVCache:
         """A cache; with ``fill_seed``, filled with random values (not zeros) layer by layer,
         as if ``size`` tokens had been read already."""
         shape = (cfg.layers, batch, cfg.kv_heads, size, cfg.head_dim)
-        k = torch.empty(shape, device=device, dtype=dtype)
-        v = torch.empty(shape, device=device, dtype=dtype)
+        # zeros, not empty: masked slots get weight 0, and 0 x NaN (stale memory) is NaN
+        k = torch.zeros(shape, device=device, dtype=dtype)
+        v = torch.zeros(shape, device=device, dtype=dtype)
         if fill_seed is not None:
             g = torch.Generator(device=device).manual_seed(fill_seed)
             for t in (k, v):
