@@ -163,7 +163,7 @@ def _kernels_in_interpreter(shapes):
         g = torch.Generator().manual_seed(n * k + m)
         w = (torch.randn(n, k, generator=g) * k ** -0.5).to(torch.bfloat16)
         x = torch.randn(m, k, generator=g).to(torch.bfloat16)
-        for L in (Int8Linear(w), Int4Linear(w)):
+        for L in (Int8Linear(w), Int4Linear(w)) if k % 128 == 0 else (Int8Linear(w),):
             y = L(x)
             ref = x.float() @ L.dequantize().T
             out.append({"bits": L.bits, "shape": [n, k, m], "dtype": str(y.dtype),
@@ -174,15 +174,56 @@ def _kernels_in_interpreter(shapes):
 
 def test_triton_kernels_match_dequantised_products_in_the_interpreter():
     # rows not a multiple of the block, K of one group, 3 groups, several input rows
-    shapes = [[7, 128, 1], [33, 384, 1], [20, 256, 3]]
+    # int8 only: an input size that is no multiple of the kernel's step (int4 refuses it)
+    shapes = [[7, 128, 1], [33, 384, 1], [20, 256, 3], [5, 2304, 2], [3, 200, 1]]
     got = proc.run_fresh("tests.test_llm_inference:_kernels_in_interpreter", shapes,
                          env={**proc.NO_GPU, "TRITON_INTERPRET": "1"}, timeout=600)
     assert isinstance(got, list), got
-    assert len(got) == 2 * len(shapes)
+    assert len(got) == 2 * len(shapes) - 1
     for r in got:
         n, k, m = r["shape"]
         assert r["finite"] and r["dtype"] == "torch.bfloat16" and r["out_shape"] == [m, n], r
         assert r["err"] < 1e-2, r                  # bf16 output: about 2^-8 relative
+
+
+def _decode_attention_in_interpreter(cases):
+    """In a child with TRITON_INTERPRET=1: the split-cache kernels against attention over
+    the masked cache in float32, and a whole decode step with and without them."""
+    import torch
+
+    from gpukit.llm_inference.attention import decode_attention
+    from gpukit.llm_inference.model import Config, KVCache, grouped_attention, random_model
+    out = []
+    for b, kv, g, size, pos in cases:
+        gen = torch.Generator().manual_seed(size + pos)
+        q = torch.randn(b, kv * g, 1, 16, generator=gen).to(torch.bfloat16)
+        k, v = (torch.randn(b, kv, size, 16, generator=gen).to(torch.bfloat16) for _ in "kv")
+        p = torch.tensor([pos])
+        ref = grouped_attention(q.float(), k.float(), v.float(), torch.arange(size)[None] <= p)
+        got = decode_attention(q, k, v, p).float()
+        out.append({"case": [b, kv, g, size, pos], "finite": bool(torch.isfinite(got).all()),
+                    "err": float((got - ref).abs().max() / ref.abs().max())})
+    cfg = Config(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=100)
+    m = random_model(cfg, seed=0, dtype=torch.bfloat16, max_context=48)
+    cache = KVCache.empty(cfg, 2, 48, "cpu", torch.bfloat16, fill_seed=1)
+    tokens, pos = torch.tensor([[3], [7]]), torch.tensor([30])
+    a = m(tokens, pos, cache).float()
+    m.fast_decode = True
+    b_ = m(tokens, pos, cache).float()
+    out.append({"case": "model", "finite": bool(torch.isfinite(b_).all()),
+                "err": float((a - b_).abs().max() / a.abs().max())})
+    return out
+
+
+def test_split_cache_decode_attention_matches_in_the_interpreter():
+    # one chunk; chunks with the token in the middle; the first position; uneven groups
+    cases = [[1, 2, 4, 100, 99], [2, 2, 3, 64, 10], [3, 1, 1, 40, 0], [1, 4, 2, 200, 137]]
+    got = proc.run_fresh("tests.test_llm_inference:_decode_attention_in_interpreter", cases,
+                         env={**proc.NO_GPU, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert isinstance(got, list) and len(got) == len(cases) + 1, got
+    for r in got:
+        assert r["finite"], r
+        assert r["err"] < 2e-2, r             # bf16 inputs and output
 
 
 def test_crossover_batch_is_where_the_two_times_meet():

@@ -34,11 +34,15 @@ def card(data: dict) -> str:
     ]
     third = []
     if q4:
-        third.append(f"4-bit weights decode {fmt_ratio(q4['speedup_vs_bf16'], 1)} faster")
+        third.append(f"4-bit weights decode at {fmt_ratio(q4['speedup_vs_bf16'], 2)} the bf16 "
+                     f"speed")
     if p8:
         third.append(f"an 8K-token prompt takes {fmt_time(p8['time_to_first_token_s'])} "
                      f"before the first new token appears")
-    if third:
-        takeaways.append("; ".join(third).capitalize() + ".")
+    if not third:
+        third.append(f"the KV cache of {top['batch']} sequences takes "
+                     f"{top['kv_bytes'] / 1e9:.1f} GB next to the weights")
+    text = "; ".join(third)
+    takeaways.append(text[0].upper() + text[1:] + ".")
     return pages.card(LEARN, ["matmul", "timing"], takeaways,
                       source=f"measured on {pages.plot_title(data)}")

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
+from .attention import decode_attention
+
 
 class ConfigError(ValueError):
     """A configuration no model can have (the command turns it into one line)."""
@@ -218,6 +220,8 @@ class Model:
     max_context: int
     cos: torch.Tensor = field(repr=False, default=None)
     sin: torch.Tensor = field(repr=False, default=None)
+    #: decode attention by the split-cache Triton kernels of .attention (a GPU, bf16)
+    fast_decode: bool = False
     # the small steps, replaceable by compiled versions (see with_compiled_steps)
     steps: dict = field(repr=False, default_factory=lambda: dict(
         add_norm=add_norm, split_rotate=split_rotate, swiglu=swiglu, rms_norm=rms_norm))
@@ -284,6 +288,8 @@ class Model:
             cache.v[i].index_copy_(2, pos, v)
             if prefill:
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            elif t == 1 and self.fast_decode:
+                a = decode_attention(q, cache.k[i], cache.v[i], pos)
             else:
                 a = grouped_attention(q, cache.k[i], cache.v[i], mask)
             a = a.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim)
@@ -309,7 +315,7 @@ def grouped_attention(q, k, v, mask):
     q = q.reshape(b, kv, g * t, d)
     m = mask.repeat(g, 1)                                    # [g * t, size]
     a = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
-    return a.view(b, heads, t, d)
+    return a.reshape(b, heads, t, d)
 # --8<-- [end:attention]
 
 

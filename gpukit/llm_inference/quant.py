@@ -80,55 +80,70 @@ def _kernels():
     import triton
     import triton.language as tl
 
+    # (rows per program, bytes of a row read per step, warps): many small programs keep
+    # many loads in flight; the autotuner keeps the fastest for each matrix shape
     if _interpreting():
-        configs = [triton.Config({"BLOCK_N": 16}, num_warps=4)]
+        int8_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_K": 128}, num_warps=4)]
+        int4_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_G": 2}, num_warps=4)]
     else:
-        configs = [triton.Config({"BLOCK_N": bn}, num_warps=w, num_stages=s)
-                   for bn in (8, 16, 32) for w in (4, 8) for s in (2, 4)]
+        int8_configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w)
+                        for n, k, w in ((1, 2048, 4), (2, 1024, 4), (4, 1024, 4), (4, 512, 2),
+                                        (8, 512, 4), (2, 2048, 8), (4, 2048, 8), (8, 1024, 8),
+                                        (16, 256, 4))]
+        int4_configs = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
+                        for n, g, w in ((1, 32, 4), (2, 16, 4), (4, 8, 4), (4, 16, 8),
+                                        (8, 8, 8), (2, 32, 8), (1, 16, 2), (8, 4, 4),
+                                        (16, 2, 4))]
 
     # --8<-- [start:int8]
-    @triton.autotune(configs=configs, key=["N", "K"])
+    @triton.autotune(configs=int8_configs, key=["N", "K"])
     @triton.jit
     def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, N, K,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): one row m per program
-        column, BLOCK_N outputs per program."""
+        """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): BLOCK_N outputs of row m
+        per program, BLOCK_K inputs per step."""
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.program_id(1)
-        acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_N], dtype=tl.float32)
         for k0 in range(0, K, BLOCK_K):
             k = k0 + tl.arange(0, BLOCK_K)
             x = tl.load(x_ptr + m * K + k, mask=k < K, other=0.0).to(tl.float32)
             u = tl.load(w_ptr + n[:, None] * K + k[None, :],
                         mask=(n[:, None] < N) & (k[None, :] < K), other=128)
             w = (u.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0
-            acc += w * x[None, :]
+            acc += tl.sum(w * x[None, :], axis=1)
         scale = tl.load(s_ptr + n, mask=n < N, other=0.0)
-        y = tl.sum(acc, axis=1) * scale
-        tl.store(y_ptr + m * N + n, y.to(y_ptr.dtype.element_ty), mask=n < N)
+        tl.store(y_ptr + m * N + n, (acc * scale).to(y_ptr.dtype.element_ty), mask=n < N)
     # --8<-- [end:int8]
 
     # --8<-- [start:int4]
-    @triton.autotune(configs=configs, key=["N", "K"])
+    @triton.autotune(configs=int4_configs, key=["N", "K"])
     @triton.jit
     def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, N, K,
-                    BLOCK_N: tl.constexpr, GROUP: tl.constexpr):
-        """y[m, n] = sum over groups g of scale[n, g] * sum_j x * (nibble - 8)."""
+                    BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, GROUP: tl.constexpr):
+        """y[m, n] = sum over groups g of scale[n, g] * sum_j x * (nibble - 8), for
+        BLOCK_N outputs and BLOCK_G groups per step: a tile [BLOCK_N, BLOCK_G, GROUP/2]."""
+        HALF: tl.constexpr = GROUP // 2
+        groups = K // GROUP
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.program_id(1)
-        HALF: tl.constexpr = GROUP // 2
         j = tl.arange(0, HALF)
         acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-        for g in range(0, K // GROUP):
-            x_lo = tl.load(x_ptr + m * K + g * GROUP + j).to(tl.float32)
-            x_hi = tl.load(x_ptr + m * K + g * GROUP + HALF + j).to(tl.float32)
-            b = tl.load(p_ptr + n[:, None] * (K // 2) + g * HALF + j[None, :],
-                        mask=n[:, None] < N, other=0x88).to(tl.int32)
+        for g0 in range(0, groups, BLOCK_G):
+            g = g0 + tl.arange(0, BLOCK_G)
+            xs = m * K + g[:, None] * GROUP + j[None, :]                  # [BLOCK_G, HALF]
+            x_lo = tl.load(x_ptr + xs, mask=g[:, None] < groups, other=0.0).to(tl.float32)
+            x_hi = tl.load(x_ptr + xs + HALF, mask=g[:, None] < groups, other=0.0)
+            x_hi = x_hi.to(tl.float32) * 0.0625                # the high nibble comes as 16 q
+            inside = (n[:, None, None] < N) & (g[None, :, None] < groups)
+            b = tl.load(p_ptr + n[:, None, None] * (K // 2) + g[None, :, None] * HALF
+                        + j[None, None, :], mask=inside, other=0x88).to(tl.int32)
             lo = ((b & 0x0F) | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0
             hi = ((b & 0xF0) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0
-            part = tl.sum(lo * x_lo[None, :] + hi * (x_hi[None, :] * 0.0625), axis=1)
-            scale = tl.load(s_ptr + n * (K // GROUP) + g, mask=n < N, other=0.0)
-            acc += part * scale.to(tl.float32)
+            part = tl.sum(lo * x_lo[None, :, :] + hi * x_hi[None, :, :], axis=2)
+            scale = tl.load(s_ptr + n[:, None] * groups + g[None, :],
+                            mask=(n[:, None] < N) & (g[None, :] < groups), other=0.0)
+            acc += tl.sum(part * scale.to(tl.float32), axis=1)
         tl.store(y_ptr + m * N + n, acc.to(y_ptr.dtype.element_ty), mask=n < N)
     # --8<-- [end:int4]
 
@@ -174,10 +189,8 @@ class Int8Linear:
         if m > MAX_KERNEL_ROWS:
             return torch.nn.functional.linear(x, self.dequantize().to(x.dtype))
         y = torch.empty(m, n, device=x.device, dtype=x.dtype)
-        kernel = kernels()[0]
-        block_k = 256 if k >= 256 else max(16, 1 << (k - 1).bit_length())
         grid = lambda meta: (-(-n // meta["BLOCK_N"]), m)  # noqa: E731
-        kernel[grid](rows, self.codes, self.scale, y, n, k, BLOCK_K=block_k)
+        kernels()[0][grid](rows, self.codes, self.scale, y, n, k)
         return y.view(*lead, n)
 
 

@@ -75,6 +75,8 @@ def _roofline_plot(plt, data, g):
         ax.axvline(cross, color="#777", ls=":", lw=1.5,
                    label=f"weights alone: roofs meet at batch {cross:.0f}")
     ax.set_xscale("log", base=2)
+    ax.set_xticks(b, [str(x) for x in b])
+    ax.minorticks_off()
     ax.set_yscale("log")
     ax.set_xlabel("batch (sequences decoded together)")
     ax.set_ylabel("tokens/s")
@@ -165,7 +167,7 @@ def memory(slug: str, data: dict) -> str:
                      "-" if not adv else f"{100 * (adv / m['peak_bytes'] - 1):+.1f} %"])
     return (f"{g['memory'][0]['context']:,} cached tokens per sequence; peak = weights + what "
             f"the cache and one decode step allocate (`torch.cuda.max_memory_allocated`).\n\n"
-            + table(["weights", "batch", "weights, GB", "KV cache", "other", "peak",
+            + table(["precision", "batch", "weights", "KV cache", "other", "peak",
                      "`gpukit advise`", "advise vs peak"], rows))
 
 
@@ -184,7 +186,7 @@ def quant(slug: str, data: dict) -> str:
                      f"{100 * r['logits_rel_err']:.1f} %", _pct(r["top1_agreement"])])
     return (f"Batch 1, {base['context']:,} cached tokens, {g['best_variant']}; the error is "
             f"that of one decode step's logits against bf16 (same cache, same tokens).\n\n"
-            + table(["weights", "tokens/s", "vs bf16", "read per step", "GB/s", "of copy",
+            + table(["precision", "tokens/s", "vs bf16", "read per step", "GB/s", "of copy",
                      "logits error", "same top token"], rows))
 
 
@@ -199,7 +201,7 @@ def advisor(slug: str, data: dict) -> str:
                      "-" if not adv else f"{100 * (adv / c['measured_tokens_per_s'] - 1):+.1f} %"])
     if not rows:
         raise pages.NotRecorded("advisor_check")
-    return table(["weights", "batch", "measured tokens/s", "`gpukit advise` tokens/s",
+    return table(["precision", "batch", "measured tokens/s", "`gpukit advise` tokens/s",
                   "advise vs measured"], rows)
 
 
