@@ -42,7 +42,8 @@ RESULT = "snippet-test-result:"
 
 #: every chapter with code on its page (the cloud chapter has none)
 EXPECTED = {"why-gpus", "gpu-anatomy", "vector-add", "timing", "ladder", "mandelbrot",
-            "cats-vs-dogs", "matmul", "profiling", "exercises", "graphics", "simulation"}
+            "cats-vs-dogs", "matmul", "llm-inference", "profiling", "exercises", "graphics",
+            "simulation"}
 
 BOOT = r'''
 import importlib.abc, json, os, runpy, sys

@@ -362,14 +362,22 @@ def run_gpu(repeat: int = 10, budget_s: float = BUDGET_S, log=print) -> dict:
         # weight-only int8 and int4 at batch 1
         quant = []
         for bits, name in ((8, "int8"), (4, "int4")):
-            t0 = time.perf_counter()
-            qm = quantized(model, bits)
-            torch.cuda.synchronize()
-            q_s = time.perf_counter() - t0
-            err = output_error(model, qm)
-            err["matrix_rel_err"] = matrix_error(model.layers[0].w13, qm.layers[0].w13)
-            qc = qm.with_compiled_steps() if compile_s else qm
-            memory.append(peak_memory(qm, 1, meta.DECODE_CONTEXT))
+            qm = qc = None
+            try:
+                t0 = time.perf_counter()
+                qm = quantized(model, bits)
+                torch.cuda.synchronize()
+                q_s = time.perf_counter() - t0
+                err = output_error(model, qm)
+                err["matrix_rel_err"] = matrix_error(model.layers[0].w13, qm.layers[0].w13)
+                qc = qm.with_compiled_steps() if compile_s else qm
+                memory.append(peak_memory(qm, 1, meta.DECODE_CONTEXT))
+            except Exception as exc:
+                out["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
+                log(out["skipped"][-1])
+                del qm, qc
+                _free()
+                continue
             for variant in ("graph", "compile") if compile_s else ("graph",):
                 m = qc if variant == "compile" else qm
                 try:

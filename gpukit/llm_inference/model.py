@@ -159,6 +159,11 @@ _COMPILED: dict = {}
 def compiled(name: str):
     """``torch.compile`` of one small step, made once and shared by every model."""
     if name not in _COMPILED:
+        # one compiled version per shape (batch, prompt length): allow more than the default 8
+        import torch._dynamo
+        cfg = torch._dynamo.config
+        key = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
+        setattr(cfg, key, max(getattr(cfg, key), 64))
         _COMPILED[name] = torch.compile(globals()[name], dynamic=False)
     return _COMPILED[name]
 
