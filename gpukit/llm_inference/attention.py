@@ -41,7 +41,7 @@ def _kernels():
         sp = tl.program_id(1)                 # ... and one chunk of its cache
         splits = tl.num_programs(1)
         length = tl.load(pos_ptr) + 1
-        rows = tl.arange(0, GP)               # the query heads sharing this key/value head
+        rows = tl.arange(0, GP)               # query heads sharing this key/value head
         d = tl.arange(0, D)
         q = tl.load(q_ptr + (bh * G + rows)[:, None] * D + d[None, :],
                     mask=rows[:, None] < G, other=0.0)
@@ -50,7 +50,7 @@ def _kernels():
         m_i = tl.full([GP], float("-inf"), tl.float32)
         l_i = tl.zeros([GP], dtype=tl.float32)
         acc = tl.zeros([GP, D], dtype=tl.float32)
-        base = (bh // KV).to(tl.int64) * skb + (bh % KV) * skh     # caches pass 2**31 bytes
+        base = (bh // KV).to(tl.int64) * skb + (bh % KV) * skh  # may pass 2**31
         for s0 in range(sp * CHUNK, (sp + 1) * CHUNK, BLOCK_S):
             s = s0 + tl.arange(0, BLOCK_S)
             valid = (s < length) & (s < S)

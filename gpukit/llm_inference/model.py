@@ -43,7 +43,7 @@ class Config:
     layers: int = 32
     hidden: int = 4096
     heads: int = 32           # query heads
-    kv_heads: int = 8         # key/value heads, shared by heads // kv_heads queries each
+    kv_heads: int = 8         # key/value heads, each shared by heads // kv_heads
     ffn: int = 14336          # width of the SwiGLU MLP
     vocab: int = 128256
     rope_theta: float = 500000.0
@@ -132,16 +132,17 @@ def add_norm(x, delta, weight, eps: float):
 
 
 def rotate(x, cos, sin):
-    """Rotary embedding: pairs (x_i, x_{i+d/2}) turned by the angle of their position."""
+    """Rotary embedding: pairs (x_i, x_{i+d/2}) turned by an angle set by the position."""
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 def split_rotate(qkv, cos, sin, heads: int, kv_heads: int):
-    """Cut the fused projection into queries, keys and values; rotate queries and keys."""
+    """Cut the fused projection into queries, keys and values; rotate q and k."""
     b, t, _ = qkv.shape
     d = cos.shape[-1]
-    q, k, v = qkv.view(b, t, heads + 2 * kv_heads, d).split([heads, kv_heads, kv_heads], 2)
+    qkv = qkv.view(b, t, heads + 2 * kv_heads, d)
+    q, k, v = qkv.split([heads, kv_heads, kv_heads], 2)
     cos, sin = cos[None, :, None, :], sin[None, :, None, :]
     return rotate(q, cos, sin), rotate(k, cos, sin), v
 
@@ -273,26 +274,28 @@ class Model:
 
     # --8<-- [start:forward]
     def forward(self, tokens, pos, cache: KVCache, *, prefill: bool = False):
-        """Logits of the last position for ``tokens`` [batch, T] at positions ``pos`` [T].
+        """Logits of the last position for ``tokens`` [batch, T] at positions ``pos``.
 
-        ``prefill=True``: the prompt starts at position 0 and attends only to itself (flash
-        attention, causal). Otherwise (decoding) the new tokens are written into the cache
-        and attend to every cached position up to their own.
+        ``prefill=True``: the prompt starts at position 0 and attends only to itself
+        (flash attention, causal). Otherwise (decoding) the new tokens are written into
+        the cache and attend to every cached position up to their own.
         """
         cfg, s = self.cfg, self.steps
         b, t = tokens.shape
         x = self.embed[tokens]
         cos, sin = self.cos[pos], self.sin[pos]
-        mask = None if prefill else cache.slots[None, :] <= pos[:, None]        # [T, size]
+        mask = None if prefill else cache.slots[None, :] <= pos[:, None]  # [T, size]
         delta = torch.zeros_like(x)
         for i, L in enumerate(self.layers):
             x, h = s["add_norm"](x, delta, L.attn_norm, cfg.norm_eps)
-            q, k, v = s["split_rotate"](linear(h, L.wqkv), cos, sin, cfg.heads, cfg.kv_heads)
-            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [b, heads, t, d]
+            qkv = linear(h, L.wqkv)
+            q, k, v = s["split_rotate"](qkv, cos, sin, cfg.heads, cfg.kv_heads)
+            q, k, v = (y.transpose(1, 2) for y in (q, k, v))     # [b, heads, t, d]
             cache.k[i].index_copy_(2, pos, k)
             cache.v[i].index_copy_(2, pos, v)
             if prefill:
-                a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                   enable_gqa=True)
             elif t == 1 and self.fast_decode:
                 a = decode_attention(q, cache.k[i], cache.v[i], pos)
             else:
@@ -311,8 +314,9 @@ class Model:
 def grouped_attention(q, k, v, mask):
     """Attention of q [b, heads, t, d] over a cache k, v [b, kv_heads, size, d].
 
-    The ``heads // kv_heads`` query heads that share a key/value head become extra rows of
-    one attention problem, so the cache is read once per key/value head, never copied.
+    The ``heads // kv_heads`` query heads that share a key/value head become extra
+    rows of one attention problem: the cache is read once per key/value head, never
+    copied.
     """
     b, heads, t, d = q.shape
     kv = k.shape[1]

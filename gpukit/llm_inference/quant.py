@@ -100,8 +100,8 @@ def _kernels():
     @triton.jit
     def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, N, K,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-        """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): BLOCK_N outputs of row m
-        per program, BLOCK_K inputs per step."""
+        """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): BLOCK_N outputs of
+        row m per program, BLOCK_K inputs per step."""
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.program_id(1)
         acc = tl.zeros([BLOCK_N], dtype=tl.float32)
@@ -113,7 +113,8 @@ def _kernels():
             w = (u.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0
             acc += tl.sum(w * x[None, :], axis=1)
         scale = tl.load(s_ptr + n, mask=n < N, other=0.0)
-        tl.store(y_ptr + m * N + n, (acc * scale).to(y_ptr.dtype.element_ty), mask=n < N)
+        y = (acc * scale).to(y_ptr.dtype.element_ty)
+        tl.store(y_ptr + m * N + n, y, mask=n < N)
     # --8<-- [end:int8]
 
     # --8<-- [start:int4]
@@ -122,7 +123,8 @@ def _kernels():
     def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, N, K,
                     BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, GROUP: tl.constexpr):
         """y[m, n] = sum over groups g of scale[n, g] * sum_j x * (nibble - 8), for
-        BLOCK_N outputs and BLOCK_G groups per step: a tile [BLOCK_N, BLOCK_G, GROUP/2]."""
+        BLOCK_N outputs and BLOCK_G groups per step: a tile of bytes
+        [BLOCK_N, BLOCK_G, GROUP / 2]."""
         HALF: tl.constexpr = GROUP // 2
         groups = K // GROUP
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -131,10 +133,11 @@ def _kernels():
         acc = tl.zeros([BLOCK_N], dtype=tl.float32)
         for g0 in range(0, groups, BLOCK_G):
             g = g0 + tl.arange(0, BLOCK_G)
-            xs = m * K + g[:, None] * GROUP + j[None, :]                  # [BLOCK_G, HALF]
-            x_lo = tl.load(x_ptr + xs, mask=g[:, None] < groups, other=0.0).to(tl.float32)
-            x_hi = tl.load(x_ptr + xs + HALF, mask=g[:, None] < groups, other=0.0)
-            x_hi = x_hi.to(tl.float32) * 0.0625                # the high nibble comes as 16 q
+            xs = m * K + g[:, None] * GROUP + j[None, :]           # [BLOCK_G, HALF]
+            in_g = g[:, None] < groups
+            x_lo = tl.load(x_ptr + xs, mask=in_g, other=0.0).to(tl.float32)
+            x_hi = tl.load(x_ptr + xs + HALF, mask=in_g, other=0.0).to(tl.float32)
+            x_hi = x_hi * 0.0625              # the high nibble is read as 16 x its value
             inside = (n[:, None, None] < N) & (g[None, :, None] < groups)
             b = tl.load(p_ptr + n[:, None, None] * (K // 2) + g[None, :, None] * HALF
                         + j[None, None, :], mask=inside, other=0x88).to(tl.int32)

@@ -109,6 +109,16 @@ def variants(slug: str, data: dict) -> str:
         note = ("\n\ntorch.compile's first call (tracing and compiling the small steps), per "
                 "batch size: " + ", ".join(f"batch {b}: {fmt_time(s)}" for b, s in compile_s.items())
                 + ". It is paid once per shape and is not in the rates above.")
+    sdpa, fast = g.get("decode_sdpa"), g.get("fast_decode") or {}
+    if isinstance(sdpa, dict) and "tokens_per_s" in sdpa:
+        mine = by.get(("compile", 1))
+        note += (f"\n\nAttention at batch 1: the split-cache Triton kernels give "
+                 f"{fmt_num(mine['tokens_per_s'], 1)} tokens/s; PyTorch's "
+                 f"`scaled_dot_product_attention` over the masked cache, in the same step, "
+                 f"{fmt_num(sdpa['tokens_per_s'], 1)} tokens/s.") if mine else ""
+    elif fast and not fast.get("enabled"):
+        note += ("\n\nThe split-cache attention kernels were not used on this machine: "
+                 f"{fast.get('error', 'they did not match PyTorch attention')}.")
     if any(r.get("host_bound") for r in g["decode"]):
         note += ("\n\n† the host spent at least half the step's time launching: the step "
                  "waited for Python, not for memory.")
