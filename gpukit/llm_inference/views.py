@@ -101,7 +101,7 @@ def variants(slug: str, data: dict) -> str:
             r = by.get((v, b))
             line.append("-" if r is None else
                         f"{fmt_num(r['tokens_per_s'], 1)} ({_pct(r.get('share_of_copy'))})"
-                        + (" †" if r.get("host_bound") else ""))
+                        + pages.dagger(r))
         rows.append(line)
     compile_s = g.get("compile_s", {})
     note = ""
@@ -119,9 +119,7 @@ def variants(slug: str, data: dict) -> str:
     elif fast and not fast.get("enabled"):
         note += ("\n\nThe split-cache attention kernels were not used on this machine: "
                  f"{fast.get('error', 'they did not match PyTorch attention')}.")
-    if any(r.get("host_bound") for r in g["decode"]):
-        note += ("\n\n† the host spent at least half the step's time launching: the step "
-                 "waited for Python, not for memory.")
+    note += pages.host_bound_note(g["decode"])
     return table(["batch"] + [f"{VARIANT_LABELS[v]}: tokens/s (of copy)" for v in names],
                  rows) + note
 
@@ -185,19 +183,22 @@ def memory(slug: str, data: dict) -> str:
 def quant(slug: str, data: dict) -> str:
     g = _gpu(data)
     base = next(r for r in g["decode"] if r["batch"] == 1 and r["variant"] == g["best_variant"])
+    mine = [r for r in g["quant"] if r["variant"] == g["best_variant"]]
+    matrix = any("matrix_rel_err" in r for r in mine)
     rows = [["bf16", fmt_num(base["tokens_per_s"], 1), "1.0x", _gb(base["bytes_per_step"]),
-             fmt_num(base["gbs"]), _pct(base.get("share_of_copy")), "-", "-"]]
-    for r in g["quant"]:
-        if r["variant"] != g["best_variant"]:
-            continue
+             fmt_num(base["gbs"]), _pct(base.get("share_of_copy"))] + ["-"] * (2 + matrix)]
+    for r in mine:
+        err = [f"{100 * r['matrix_rel_err']:.1f} %"] if matrix else []
         rows.append([r["precision"], fmt_num(r["tokens_per_s"], 1),
                      fmt_ratio(r.get("speedup_vs_bf16"), 2), _gb(r["bytes_per_step"]),
-                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy")),
-                     f"{100 * r['logits_rel_err']:.1f} %", _pct(r["top1_agreement"])])
-    return (f"Batch 1, {base['context']:,} cached tokens, {g['best_variant']}; the error is "
-            f"that of one decode step's logits against bf16 (same cache, same tokens).\n\n"
-            + table(["precision", "tokens/s", "vs bf16", "read per step", "GB/s", "of copy",
-                     "logits error", "same top token"], rows))
+                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy"))] + err
+                    + [f"{100 * r['logits_rel_err']:.1f} %", _pct(r["top1_agreement"])])
+    head = (f"Batch 1, {base['context']:,} cached tokens, {g['best_variant']}; errors against "
+            f"bf16: " + ("one MLP matrix times random vectors, and " if matrix else "")
+            + "the logits of one decode step (same cache, same tokens).\n\n")
+    return head + table(["precision", "tokens/s", "vs bf16", "read per step", "GB/s",
+                         "of copy"] + (["one matrix's error"] if matrix else [])
+                        + ["logits error", "same top token"], rows)
 
 
 @pages.renderer(NAME, "advisor")
