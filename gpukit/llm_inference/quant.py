@@ -81,7 +81,8 @@ def _kernels():
     import triton.language as tl
 
     # (rows per program, bytes of a row read per step, warps): many small programs keep
-    # many loads in flight; the autotuner keeps the fastest for each matrix shape
+    # many loads in flight; the autotuner keeps the fastest for each matrix shape and
+    # number of input rows M (M sets how many programs run)
     if _interpreting():
         int8_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_K": 128}, num_warps=4)]
         int4_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_G": 2}, num_warps=4)]
@@ -96,9 +97,9 @@ def _kernels():
                                         (16, 2, 4))]
 
     # --8<-- [start:int8]
-    @triton.autotune(configs=int8_configs, key=["N", "K"])
+    @triton.autotune(configs=int8_configs, key=["M", "N", "K"])
     @triton.jit
-    def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, N, K,
+    def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K,
                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
         """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): BLOCK_N outputs of
         row m per program, BLOCK_K inputs per step."""
@@ -118,9 +119,9 @@ def _kernels():
     # --8<-- [end:int8]
 
     # --8<-- [start:int4]
-    @triton.autotune(configs=int4_configs, key=["N", "K"])
+    @triton.autotune(configs=int4_configs, key=["M", "N", "K"])
     @triton.jit
-    def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, N, K,
+    def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, M, N, K,
                     BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, GROUP: tl.constexpr):
         """y[m, n] = sum over groups g of scale[n, g] * sum_j x * (nibble - 8), for
         BLOCK_N outputs and BLOCK_G groups per step: a tile of bytes
@@ -193,7 +194,7 @@ class Int8Linear:
             return torch.nn.functional.linear(x, self.dequantize().to(x.dtype))
         y = torch.empty(m, n, device=x.device, dtype=x.dtype)
         grid = lambda meta: (-(-n // meta["BLOCK_N"]), m)  # noqa: E731
-        kernels()[0][grid](rows, self.codes, self.scale, y, n, k)
+        kernels()[0][grid](rows, self.codes, self.scale, y, m, n, k)
         return y.view(*lead, n)
 
 
@@ -222,7 +223,7 @@ class Int4Linear:
             return torch.nn.functional.linear(x, self.dequantize().to(x.dtype))
         y = torch.empty(m, n, device=x.device, dtype=x.dtype)
         grid = lambda meta: (-(-n // meta["BLOCK_N"]), m)  # noqa: E731
-        kernels()[1][grid](rows, self.packed, self.scale, y, n, k, GROUP=self.group)
+        kernels()[1][grid](rows, self.packed, self.scale, y, m, n, k, GROUP=self.group)
         return y.view(*lead, n)
 
 
