@@ -277,3 +277,56 @@ def test_without_a_gpu_the_command_runs_the_tiny_model_and_says_so():
     rows = [ln.split() for ln in p.stdout.splitlines() if ln.strip().startswith("fp32")]
     assert [r[1] for r in rows] == ["1", "2"]
     assert all(float(r[5].replace(",", "")) > 0 for r in rows)
+
+
+# ------------------------------------------------------------------ on a real GPU
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_kernels_at_the_8b_shapes_match_dequantised_products():
+    from gpukit.llm_inference.quant import Int4Linear, Int8Linear
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for n, k in ((6144, 4096), (4096, 14336)):
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) * k ** -0.5
+        for m in (1, 3):
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+            for L in (Int8Linear(w), Int4Linear(w)):
+                y = L(x).float()
+                ref = x.float() @ L.dequantize().T
+                assert torch.isfinite(y).all()
+                assert (y - ref).abs().max() / ref.abs().max() < 1e-2, (L.bits, n, k, m)
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_split_cache_attention_matches_and_the_benchmark_enables_it():
+    from gpukit.llm_inference.attention import decode_attention
+    from gpukit.llm_inference.measure import enable_fast_decode
+    from gpukit.llm_inference.model import grouped_attention
+    g = torch.Generator(device="cuda").manual_seed(1)
+    for b, size, pos in ((1, 1024, 1023), (3, 1000, 777), (64, 96, 5)):
+        q = torch.randn(b, 32, 1, 128, device="cuda", generator=g).to(torch.bfloat16)
+        k, v = (torch.randn(b, 8, size, 128, device="cuda", generator=g).to(torch.bfloat16)
+                for _ in "kv")
+        p = torch.tensor([pos], device="cuda")
+        mask = torch.arange(size, device="cuda")[None] <= p
+        ref = grouped_attention(q.float(), k.float(), v.float(), mask)
+        got = decode_attention(q, k, v, p).float()
+        assert (got - ref).abs().max() / ref.abs().max() < 2e-2, (b, size, pos)
+    m = random_model(Config(layers=2, hidden=512, heads=8, kv_heads=2, ffn=1024, vocab=300),
+                     device="cuda", max_context=400)
+    assert enable_fast_decode(m)["enabled"] and m.fast_decode
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_decoding_with_the_cache_equals_recomputing():
+    m = random_model(SMALL, seed=3, device="cuda", dtype=torch.float32, max_context=40)
+    tokens = _tokens(SMALL, (2, 13)).cuda()
+    full = m(tokens, torch.arange(13, device="cuda"),
+             KVCache.empty(SMALL, 2, 40, "cuda", torch.float32), prefill=True)
+    cache = KVCache.empty(SMALL, 2, 40, "cuda", torch.float32)
+    m(tokens[:, :6], torch.arange(6, device="cuda"), cache, prefill=True)
+    for t in range(6, 13):
+        out = m(tokens[:, t:t + 1], torch.tensor([t], device="cuda"), cache)
+    assert torch.allclose(out, full, rtol=1e-3, atol=1e-4), (out - full).abs().max()
