@@ -356,19 +356,3 @@ def card_renderer(name: str):
     return deco
 
 
-@dataclass
-class Target:
-    """One target of the project: what was aimed at, the measured value and the verdict."""
-    name: str        # what is measured, e.g. "Triton tl.dot, bf16 8192^3"
-    goal: str        # the target as words, e.g. ">= 95 % of cuBLAS"
-    value: str       # the measured value as shown, e.g. "96.1 %"
-    met: bool | None # None: not judged (not recorded)
-
-TARGETS: dict[str, Callable[[dict], list[Target]]] = {}
-
-def targets(name: str):
-    """Register fn(data) -> list[Target] for results ``name`` (reference machine's file)."""
-    def deco(fn):
-        TARGETS[name] = fn
-        return fn
-    return deco
