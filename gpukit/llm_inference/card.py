@@ -45,4 +45,4 @@ def card(data: dict) -> str:
     text = "; ".join(third)
     takeaways.append(text[0].upper() + text[1:] + ".")
     return pages.card(LEARN, ["matmul", "timing"], takeaways,
-                      source=f"measured on {pages.plot_title(data)}")
+                      source=f"measured on {pages.plot_title(data)}", level="intermediate")

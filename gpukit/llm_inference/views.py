@@ -52,28 +52,21 @@ def decode(slug: str, data: dict) -> str:
 
 @pages.renderer(NAME, "roofline")
 def roofline(slug: str, data: dict) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Decode tokens/s against batch, with the memory and compute roofs of the same run."""
     g = _gpu(data)
-    with plt.rc_context({"svg.fonttype": "none", "font.size": 13}):
-        return _roofline_plot(plt, data, g)
-
-
-def _roofline_plot(plt, data, g):
     best = _best(g)
     b = [r["batch"] for r in best]
-    fig, ax = plt.subplots(figsize=(6.0, 4.6), dpi=100)
+    fig, ax = pages.figure(height=4.6)
     ax.plot(b, [r["memory_roof_tokens_per_s"] for r in best], color="#1565c0", lw=2,
             label="memory roof")
     ax.plot(b, [r["compute_roof_tokens_per_s"] for r in best], color="#b71c1c", lw=2,
             label="compute roof")
-    ax.plot(b, [r["tokens_per_s"] for r in best], "o-", color="black", ms=7,
-            label=f"measured ({g['best_variant']})")
+    ax.plot(b, [r["tokens_per_s"] for r in best], "o-", color="black", ms=6,
+            label="measured")
     cross = g.get("crossover_batch_weights_only")
     if cross:
         ax.axvline(cross, color="#777", ls=":", lw=1.5,
-                   label=f"weights alone: roofs meet at batch {cross:.0f}")
+                   label=f"roofs meet, weights alone: {cross:.0f}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(b, [str(x) for x in b])
     ax.minorticks_off()
@@ -81,10 +74,14 @@ def _roofline_plot(plt, data, g):
     ax.set_xlabel("batch (sequences decoded together)")
     ax.set_ylabel("tokens/s")
     ax.grid(alpha=0.3, which="major")
-    ax.legend(fontsize=12, loc="upper left", frameon=False)
-    ax.set_title(f"Decode, 8B shape, bf16, {g['decode'][0]['context']:,}-token context\n"
-                 f"{pages.plot_title(data)}", fontsize=13)
+    lo = min(r["tokens_per_s"] for r in best)
+    hi = max(r["compute_roof_tokens_per_s"] for r in best)
+    ax.set_ylim(lo / 2, hi * 60)                # room above the compute roof for the legend
+    ax.legend(loc="upper left", frameon=False)
+    ax.set_title(f"8B shape, bf16, {g['decode'][0]['context']:,}-token context\n"
+                 f"{pages.plot_title(data)}")
     fig.tight_layout()
+    fig.canvas.draw()                         # place the legend before its labels are checked
     return pages.svg(fig)
 
 
