@@ -417,6 +417,7 @@ def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     assert "**Triton** failed in this run" in text and "RuntimeError: made up for the test" in text
     assert "Source: `results/" in text
     svg = pages.render(LM.NAME, "sweep", root=root)
+    assert "<svg" in pages.render(LM.NAME, "bars", root=root)
     assert "<svg" in svg and "row length C" in svg
     block = svg[svg.index('<div class="gpukit-plot"'):svg.index("</svg>")]
     assert "\n\n" not in block, "a blank line inside the SVG makes Markdown break the plot"
