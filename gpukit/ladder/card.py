@@ -26,7 +26,8 @@ def card(data: dict) -> str:
     def pct(r: dict) -> str:
         return f"{100 * r['gbs'] / ceiling:.0f} %"
     takeaways = [
-        f"The fastest level, {best['label']}, runs at {pct(best)} of a memory copy's speed.",
+        f"The fastest level, {best['label'].split(' (')[0]}, runs at {pct(best)} of a memory "
+        "copy's speed.",
         f"Eager PyTorch, written out, reaches {pct(eager)}: each of its operations is another "
         "pass over memory.",
         f"`torch.compile` made the same code {eager['median_s'] / compiled['median_s']:.1f} times "
