@@ -170,9 +170,12 @@ def simd_caveat(slug: str, data: dict) -> str:
 @pages.renderer("mandelbrot", "pitfall")
 def pitfall(slug: str, data: dict) -> str:
     _, p = _rows(data)
+    import textwrap
     t = p["target_backend"]
-    return (f"```text\nnumba {t['numba']}\n@jit(target_backend='cuda') -> {t['decorated']}\n"
-            f"calling it -> {t.get('called', 'not reached')}\n```")
+    lines = [f"numba {t['numba']}", f"@jit(target_backend='cuda') -> {t['decorated']}",
+             f"calling it -> {t.get('called', 'not reached')}"]
+    text = "\n".join(textwrap.fill(line, 88, subsequent_indent="    ") for line in lines)
+    return f"```text\n{text}\n```"
 
 
 @pages.data_renderer("mandelbrot", "fp64")

@@ -164,7 +164,7 @@ def one_run_plot(slug: str, data: dict) -> str:
     if "error" in p:
         return _error_block(p)
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-    fig, axes = pages.figure(2, 1, height=6.4)
+    fig, axes = pages.figure(2, 1, height=4.8)
     fig.subplots_adjust(hspace=0.55)
     for ax, size in zip(axes, ("large", "small")):
         for s, colour, mark in zip([s for s in p["series"] if s["name"].startswith(size)],
@@ -198,7 +198,7 @@ def cache_plot(slug: str, data: dict) -> str:
     if "error" in p:
         return _error_block(p)
     from matplotlib.ticker import FixedLocator, FuncFormatter
-    fig, ax = pages.figure(height=3.6)
+    fig, ax = pages.figure(height=3.2)
     mib = [r["working_set_bytes"] / 2**20 for r in p["rows"]]
     one_core = " (one core)" if p.get("device") == "cpu" else ""
     ax.plot(mib, [r["gbs"] for r in p["rows"]], "o-", color="#1f77b4",
