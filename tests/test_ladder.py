@@ -409,7 +409,7 @@ def test_quick_run_records_verified_rows_and_the_sweep(quick_results):
 def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     _, root = quick_results
     text = pages.render(LM.NAME, "table", root=root)
-    assert "PyTorch eager, torch.softmax" in text and "| level | lines | first call |" in text
+    assert "PyTorch eager, torch.softmax" in text and "| level | GB/s (% of copy) | steady state | first call | lines |" in text
     # a failed level keeps its row (in the chapter's order) and its error is shown below the table
     lines = text.splitlines()
     failed_row = next(i for i, ln in enumerate(lines) if ln.startswith("| Triton |"))

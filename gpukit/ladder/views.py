@@ -56,18 +56,18 @@ def _register() -> None:
         # reason below it (too long for a cell).
         for r in _in_order(p["rows"] + p["failed"] + p["skipped"]):
             if "error" in r:
-                out.append([r["label"], str(_loc(r)), "**failed**", "-", "-", "-"])
+                out.append([r["label"], "**failed**", "-", "-", str(_loc(r)), "-"])
                 notes.append(f"**{r['label']}** failed in this run. The last line of its error: "
                              f"`{_short_error(r['error'])}`")
                 continue
             if "reason" in r:
-                out.append([r["label"], str(_loc(r)), "skipped", "-", "-", "-"])
+                out.append([r["label"], "skipped", "-", "-", str(_loc(r)), "-"])
                 notes.append(f"**{r['label']}** skipped: {r['reason']}")
                 continue
             rate = ("simulated: correctness only" if r["simulated"] else
                     f"{fmt_num(r['gbs'], 0 if r['gbs'] >= 100 else 1)} ({fmt_num(r.get('pct_of_copy'), 0)} %)")
             steady = fmt_time(r["median_s"]) + (" *" if r["level"] in wall else "")
-            out.append([r["label"], str(_loc(r)), fmt_time(r["first_call_s"]), steady, rate,
+            out.append([r["label"], rate, steady, fmt_time(r["first_call_s"]), str(_loc(r)),
                         f"{r['max_rel_err']:.1e}"])
         if wall:
             notes.append("\\* timed with the wall clock around a call that waits for the result, "
@@ -78,7 +78,7 @@ def _register() -> None:
                 f"{fmt_num(p['ceiling_gbs'])} GB/s ({'device' if gpu else 'host'} copy, same run)"
                 + ("; first calls in fresh processes with empty kernel caches" if p["fresh_process"] else "")
                 + "\n\n")
-        body = table(["level", "lines", "first call", "steady state", "GB/s (% of copy)",
+        body = table(["level", "GB/s (% of copy)", "steady state", "first call", "lines",
                       "rel. error"], out)
         return head + body + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
 

@@ -188,9 +188,14 @@ def fp64() -> str:
             continue
         rows.append([g["name"], fmt_num(fp32, 1), f"1:{round(1 / ratio)}", fmt_num(fp32 * ratio, 2),
                      f"[vendor]({g['source']})"])
-    return (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
+    ratios = [round(1 / g["fp64_ratio"]) for g in data.gpus()
+              if g.get("fp64_ratio") and g.get("fp32_tflops")]
+    body = (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
             + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {data.data_as_of()}; "
               "peak rates without tensor cores.</small>")
+    return (f"Across these {len(rows)} GPUs, FP64 runs at between 1:{min(ratios)} and "
+            f"1:{max(ratios)} of the FP32 rate.\n\n"
+            + pages.collapsed("Every GPU's FP32 and FP64 peak", body))
 
 
 @pages.data_renderer("mandelbrot", "gallery")
