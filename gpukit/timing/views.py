@@ -73,13 +73,13 @@ def first_call(slug: str, data: dict) -> str:
     p = data["first_call"]
     if "error" in p:
         return _error_block(p)
-    rows = [[f"`{r['name']}`", fmt_time(r["first_call_s"]), fmt_time(r["second_call_s"]),
-             fmt_time(r["median_s"]), fmt_num(r["first_over_steady"]) + "x"]
+    rows = [[f"`{r['name']}`", fmt_num(r["first_over_steady"]) + "x", fmt_time(r["first_call_s"]),
+             fmt_time(r["second_call_s"]), fmt_time(r["median_s"])]
             for r in p["rows"]]
-    rows += [[f"`{e['name']}`", "failed", "-", "-", e["error"]] for e in p.get("errors", [])]
+    rows += [[f"`{e['name']}`", e["error"], "failed", "-", "-"] for e in p.get("errors", [])]
     head = f"{_head(data)}, SAXPY on {p['n']:,} float32 elements, fresh process, empty kernel caches\n\n"
-    return head + table(["backend", "first call", "second call", "steady state (median)",
-                         "first / steady"], rows)
+    return head + table(["backend", "first / steady", "first call", "second call",
+                         "steady (median)"], rows)
 
 
 @pages.renderer(NAME, "context")
@@ -311,12 +311,12 @@ def poison(slug: str, data: dict) -> str:
     p = data["poison"]
     if "error" in p:
         return _error_block(p)
-    rows = [[c["case"], "**caught**" if c["caught"] else "passed (bug hidden)", c["message"]]
-            for c in p["cases"]]
+    rows = [[c["case"], f"**caught**: {c['message'].split(': ', 1)[-1]}" if c["caught"]
+             else c["message"]] for c in p["cases"]]
     where = "numba's CUDA simulator" if p.get("simulator") else "the GPU"
     head = (f"{_head(data)}, on {where}: {p['n']:,} elements, {p['threads']} threads per block, "
             f"so {p['unwritten']} elements are never written\n\n")
-    return head + table(["output buffer", "check_close says", "message"], rows, "lll")
+    return head + table(["output buffer", "check_close says"], rows, "ll")
 
 
 @pages.renderer(NAME, "right_way")
