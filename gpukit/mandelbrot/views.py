@@ -72,11 +72,11 @@ def kernels(slug: str, data: dict) -> str:
     for dtype in ("float32", "float64"):
         nb, cp = alone.get(("numba-cuda", dtype)), alone.get(("cupy", dtype))
         if nb and cp:
-            rows.append([dtype, fmt_time(nb["median_s"]), fmt_time(cp["median_s"]),
-                         fmt_ratio(nb["median_s"] / cp["median_s"], 2),
+            rows.append([dtype, fmt_ratio(nb["median_s"] / cp["median_s"], 2),
+                         fmt_time(nb["median_s"]), fmt_time(cp["median_s"]),
                          fmt_time(nb["host_median_s"]), fmt_time(cp["host_median_s"])])
-    return table(["dtype", "numba kernel", "CuPy kernel", "numba / CuPy", "numba host time per call",
-                  "CuPy host time per call"], rows, "lrrrrr")
+    return table(["dtype", "numba / CuPy", "numba kernel", "CuPy kernel", "numba host / call",
+                  "CuPy host / call"], rows, "lrrrrr")
 
 
 @pages.renderer("mandelbrot", "cache")
@@ -84,11 +84,11 @@ def cache(slug: str, data: dict) -> str:
     _, p = _rows(data)
     if not p.get("cache"):
         raise pages.NotRecorded("cache")  # no GPU experiment on this machine
-    rows = [[c["case"].split(" (")[0], fmt_time(c["import_s"]), fmt_time(c["context_s"]),
-             fmt_time(c.get("numba_init_s")), fmt_time(c["first_call_s"]), fmt_time(c["median_s"])]
+    rows = [[c["case"].split(" (")[0], fmt_time(c["first_call_s"]), fmt_time(c["import_s"]),
+             fmt_time(c["context_s"]), fmt_time(c.get("numba_init_s")), fmt_time(c["median_s"])]
             for c in p["cache"] if "median_s" in c and "first_call_profile" not in c]
-    return table(["numba CUDA kernel, fresh process", "import", "GPU context",
-                  "numba's first kernel call", "first call of this kernel", "steady state"], rows)
+    return table(["fresh process", "first call of this kernel", "import", "GPU context",
+                  "numba's first kernel call", "steady state"], rows)
 
 
 @pages.renderer("mandelbrot", "first_call_profile")
