@@ -1,11 +1,13 @@
 """The training loop: learning, checkpoints, resume, Ctrl-C, DistributedDataParallel (CPU, gloo)."""
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -565,3 +567,15 @@ def test_averaged_gradients_on_two_processes_equal_one_process_on_the_whole_batc
     for k, v in net.state_dict().items():
         assert torch.equal(r0["state"][k], r1["state"][k]), k
         torch.testing.assert_close(r0["state"][k], v, rtol=1e-5, atol=1e-6)
+
+
+def test_sweep_record_carries_the_code_commit(tmp_path):
+    from gpukit import results
+    from gpukit.cats_vs_dogs import sweep
+    machine = {"slug": "test-machine", "gpu": None}
+    out = sweep.save({"runs": [], "sweep": {"rows": [], "chosen": None}}, machine,
+                     str(tmp_path / "sweep.json"))
+    rec = json.loads(Path(out).read_text())
+    assert rec["benchmark"] == "cats_vs_dogs_sweep" and rec["machine"] == machine
+    assert rec["code"] == results.code_record() and rec["schema"] == results.SCHEMA_VERSION
+    assert not (tmp_path / "test-machine").exists()
