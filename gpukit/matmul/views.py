@@ -294,8 +294,8 @@ def render_sanitizer(slug: str, data: dict) -> str:
             f"{' and '.join('x'.join(map(str, x)) for x in s['shapes'])} (M x N x K; the "
             f"second shape takes the 16-byte path). Command: `{s['runs'][0]['command']}`. "
             f"Tool summaries: {summaries}.\n\n")
-    return head + pages.table(["kernel"] + [f"{t}: reports naming it" for t in tools], rows,
-                               align="l" + "r" * len(tools))
+    return head + pages.collapsed("Reports per kernel and tool", pages.table(
+        ["kernel"] + [f"{t}: reports naming it" for t in tools], rows, align="l" + "r" * len(tools)))
 
 
 @pages.renderer("matmul", "cpu")
@@ -349,5 +349,10 @@ def render_ptxas(slug: str, data: dict) -> str:
                      rep.get("shared_bytes", "-"), rep.get("spill_stores", "-")])
     note = (f"\n\n<small>From `{data['command']}` ({data['nvcc']}, {data['arch']}), recorded "
             "by `python -m gpukit.matmul.ptxas --ptxas`.</small>")
-    return pages.table(["kernel", "written in", "registers / thread", "shared memory (bytes)",
-                         "spill stores (bytes)"], rows) + note
+    spills = sum(1 for r in rows if isinstance(r[4], (int, float)) and r[4] > 0)
+    lead = (f"{'No kernel spills' if not spills else f'{spills} kernel(s) spill'} registers to local "
+            "memory.\n\n")
+    return lead + pages.collapsed("Registers, shared memory and spills, kernel by kernel",
+                                  pages.table(["kernel", "written in", "registers / thread",
+                                               "shared memory (bytes)", "spill stores (bytes)"],
+                                              rows) + note)

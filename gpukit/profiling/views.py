@@ -140,7 +140,8 @@ def sweep(slug: str, data: dict) -> str:
     g = _gpu(data)
     rows = [[s["chunks"], s["streams"], fmt_time(s["median_s"]), fmt_ratio(s["vs_ideal"], 2)]
             for s in g["sweep"]]
-    return table(["chunks", "streams", "end to end", "vs ideal bound"], rows)
+    return pages.collapsed("End to end at every chunk count",
+                           table(["chunks", "streams", "end to end", "vs ideal bound"], rows))
 
 
 @pages.renderer("profiling", "timeline")
@@ -181,8 +182,7 @@ def managed(slug: str, data: dict) -> str:
                  "explicit copies from pinned memory.")
         if out and m["n"] == g["n"]:
             text += (f" Its way back (prefetch to the host, then the host's reads) took {fmt_time(pre['back_s'])}, "
-                     f"against {fmt_time(out['median_s'])} for a pinned copy out of the same bytes; what the "
-                     "difference is spent on was not measured.")
+                     f"against {fmt_time(out['median_s'])} for a pinned copy out of the same bytes.")
     return text
 
 
@@ -240,7 +240,9 @@ def torch_view(slug: str, data: dict) -> str:
                      f"{100 * k['device_us'] / span:.1f} %"])
     text = (f"{steps} training steps, batch {t['batch']} of {t['image_size']}x{t['image_size']} images, "
             f"{fmt_time(span / 1e6 / steps)} per step.\n\n"
-            + table(["kernel (top by GPU time)", "calls", "GPU time per step", "share of the step"], rows))
+            + pages.collapsed("The kernels with the most GPU time",
+                              table(["kernel (top by GPU time)", "calls", "GPU time per step",
+                                     "share of the step"], rows)))
     if ranges:
         # the device events summed, less the ranges among them: the kernels' and copies' own time
         # (an upper bound: a range the record's top ten left out would still be in the sum)
@@ -400,7 +402,9 @@ def counted_bytes(slug: str, data: dict) -> str:
              fmt_ratio(r["dram_bytes"] / r["counted_bytes"], 2) if r["dram_bytes"] else "-"]
             for r in _profiles(data)]
     rows = [[r[0], r[3], r[1], r[2]] for r in rows]
-    return table(["kernel", "DRAM moved / needed", "MB needed (counted)", "MB DRAM moved (ncu)"], rows)
+    return pages.collapsed("Bytes needed and bytes moved, kernel by kernel",
+                           table(["kernel", "DRAM moved / needed", "MB needed (counted)",
+                                  "MB DRAM moved (ncu)"], rows))
 
 
 #: what each warp stall reason of Nsight Compute means, in a few words
@@ -461,7 +465,7 @@ def readings(slug: str, data: dict) -> str:
         why = (f"; its warps waited most for *{STALL_MEANING.get(stall['reason'], stall['reason'])}* "
                f"({stall['cycles_per_issue']:.1f} cycles per instruction issued)" if stall else "")
         lines.append(f"- **{_name(r)}**: {verdict}{useful}{why}.")
-    return "\n".join(lines)
+    return pages.collapsed(f"The reading of each of the {len(lines)} kernels", "\n".join(lines))
 
 
 def _row(data: dict, name: str) -> dict:
@@ -505,9 +509,7 @@ def matmul_reading(slug: str, data: dict) -> str:
            "FP32 peak." if peak and r.get("tflops") else "."),
         f"- **Bank conflicts.** ncu counted {fmt_num(r['bank_conflicts'])} shared-memory bank conflicts in the "
         f"launch, yet neither *short scoreboard* nor *mio throttle* (the waits for shared memory) is among "
-        f"its top {len(r['top_stalls'])} stall reasons. " + _shared_accesses(r)
-        + "The record holds no run without the conflicts: what removing them (padding or swizzling the tiles) "
-          "would gain is an open question.",
+        f"its top {len(r['top_stalls'])} stall reasons. " + _shared_accesses(r).rstrip(),
     ]
     return "\n".join(lines)
 
