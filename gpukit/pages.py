@@ -192,6 +192,25 @@ def figure(nrows: int = 1, ncols: int = 1, *, height: float = 3.4, **kwargs):
     return fig, axes
 
 
+def name_bars(ax, names: list[str], values: list[float], *, colors=None, unit: str = " %",
+              limit: float | None = None) -> None:
+    """Horizontal bars, top to bottom in the order given, each with its name written above it and
+    its value at its end: on a phone, names as tick labels would widen the plot and shrink its
+    type. ``limit`` is the axis' end (default: room for the longest value's label)."""
+    n = len(names)
+    ys = [2 * (n - 1 - i) for i in range(n)]
+    ax.barh(ys, values, height=0.8, color=colors or "#4c72b0")
+    top = limit or max(values + [1]) * 1.2
+    for y, name, v in zip(ys, names, values):
+        ax.text(0, y + 0.55, name, va="bottom", ha="left")
+        ax.text(v + top * 0.01, y, f"{v:,.0f}{unit}", va="center")
+    ax.set_yticks([])
+    ax.set_ylim(-0.8, 2 * n - 0.2)
+    ax.set_xlim(0, top)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
 def check_figure(fig) -> None:
     """Raise :class:`FigureError` if ``fig`` is wider than :data:`FIGURE_WIDTH_IN`, holds visible
     text smaller than :data:`MIN_FONT_PT`, or two visible texts whose boxes overlap."""
@@ -200,6 +219,12 @@ def check_figure(fig) -> None:
         raise FigureError(f"plot is {width:.1f} in wide; at most {FIGURE_WIDTH_IN} in (use pages.figure)")
     fig.draw_without_rendering()   # lay out legends and tick labels before measuring them
     renderer = fig.canvas.get_renderer()
+    # what is saved is the tight box around everything drawn: a legend or label outside the axes
+    # widens it, and the wider it is, the more a phone shrinks its type
+    drawn = fig.get_tightbbox(renderer).width
+    if drawn > FIGURE_WIDTH_IN + 0.1:
+        raise FigureError(f"what the plot draws is {drawn:.1f} in wide (a legend or label outside "
+                          f"the axes?); at most {FIGURE_WIDTH_IN} in, or a phone shrinks its type")
     texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
              if t.get_visible() and t.get_text().strip() and t.get_figure() is fig]
     boxes = []

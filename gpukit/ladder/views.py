@@ -162,22 +162,15 @@ def _register() -> None:
         timed = [r for r in _in_order(p["rows"]) if not r["simulated"]]
         if not timed:
             raise pages.NotRecorded("rows")
-        fig, ax = pages.figure(height=0.4 * len(timed) + 1.3)
+        fig, ax = pages.figure(height=0.62 * len(timed) + 1.3)
         names = [SHORT.get(r["level"], r["label"]) for r in timed]
         pct = [r["pct_of_copy"] for r in timed]
-        ax.barh(range(len(timed)), pct, color="#4c72b0")
-        for i, v in enumerate(pct):
-            ax.text(v + 2, i, f"{v:.0f} %", va="center")
-        ax.set_yticks(range(len(timed)), names)
-        ax.invert_yaxis()
-        ax.set_xlim(0, 125)
+        pages.name_bars(ax, names, pct, limit=125)
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.axvline(100, color="0.3", linestyle="--", linewidth=1)
         rows, cols = p["shape"]
         ax.set_xlabel("% of a memory copy's speed, same run")
-        ax.set_title(f"{rows:,} x {cols:,} float32, {_where(data)}", loc="left")
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
+        ax.set_title(f"{rows:,} x {cols:,} float32\n{_where(data)}", loc="left")
         return pages.svg(fig)
 
     @pages.renderer(NAME, "summary")

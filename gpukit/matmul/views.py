@@ -322,17 +322,13 @@ def plot_svg(data: dict) -> str:
         raise pages.NotRecorded("pct_of_cublas")
     names = [r["name"] for r in rows]
     pct = [r["pct_of_cublas"] for r in rows]
-    fig, ax = pages.figure(height=0.36 * len(rows) + 1.4)
+    fig, ax = pages.figure(height=0.62 * len(rows) + 1.6)
     colors = ["#7cb342" if n.endswith("numba") else "#2e7d32" for n in names]
-    bars = ax.barh(names[::-1], pct[::-1], color=colors[::-1])
-    for bar, v in zip(bars, pct[::-1]):
-        ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, f"{v:.0f} %",
-                va="center")
+    pages.name_bars(ax, names, pct, colors=colors, limit=max(115, max(pct) * 1.2))
     ax.axvline(100, color="#555", linestyle="--", linewidth=1)
     ax.legend(handles=[Patch(color="#7cb342", label="numba"),
                        Patch(color="#2e7d32", label="CUDA C")],
               loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, frameon=False)
-    ax.set_xlim(0, max(110, max(pct) + 22))
     ax.set_xlabel(f"% of cuBLAS fp32, n = {g['n']}")
     return pages.svg(fig)
 
