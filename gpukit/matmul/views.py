@@ -198,7 +198,15 @@ def render_roofline_plot(slug: str, data: dict) -> str:
     if peak:
         ax.plot([x_ridge, hi], [top, top], color="#b71c1c", lw=2, label="FP32 peak")
     if m["cublas"]:
-        ax.axhline(m["cublas"], color="#555555", ls="--", lw=1, label="cuBLAS (a speed)")
+        ax.axhline(m["cublas"], color="#555555", ls="--", lw=1, label="cuBLAS fp32")
+    # the tensor cores' roofs: the library's rate in lower precisions, measured in the same run
+    tensor = [r for r in data["gpu"].get("tensor_cores", [])
+              if r.get("tflops") and not r.get("error") and r.get("dtype") != "float32"]
+    best_tc = max(tensor, key=lambda r: r["tflops"], default=None)
+    if best_tc:
+        ax.axhline(best_tc["tflops"], color="#6a1b9a", ls=":", lw=2,
+                   label=f"{best_tc['dtype'].replace('bfloat16', 'bf16')} tensor cores")
+        top = max(top, best_tc["tflops"])
     for lang, marker, colour in (("numba", "o", "#7cb342"), ("CUDA C", "s", "#2e7d32")):
         mine = [k for k in pts if k["name"].endswith("numba") == (lang == "numba")]
         ax.plot([k["tile"] for k in mine], [k["tflops"] for k in mine], ls="none",
