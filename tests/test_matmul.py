@@ -442,7 +442,7 @@ def test_roofline_without_a_known_peak_says_so(tmp_path):
 def test_roofline_plot_draws_the_measured_roofs(results_root):
     md = pages.render("matmul", "roofline-plot", root=results_root)
     assert md.startswith('<div class="gpukit-plot"') and "<svg" in md
-    assert "FP32 peak" in md and "HBM roof" in md and "cuBLAS (a speed)" in md
+    assert "FP32 peak" in md and "HBM roof" in md and "cuBLAS fp32" in md
     assert "CUDA C kernels" in md and "numba kernels" in md
     # the roofs' values are in the roofline table's heading, next to the plot
     table = pages.render("matmul", "roofline", root=results_root)
