@@ -52,8 +52,8 @@ P03 = Puzzle(
     hints=("`a.shape[0]` (or `a.size`) is the number of elements.",
            "Wrap the body in `if i < a.shape[0]:`."),
     args=("out", "a"),
-    sizes=lambda rng, c, full: {"n": 1000 if full else int(rng.integers(5, 32)),
-                                "threads": 1024 if full else 32},
+    sizes=lambda rng, c, full: ({"n": 1000, "threads": 1024} if full else
+                                _more_threads(rng, (32, 48, 64))),
     make=lambda rng, p: {"a": rand(rng, p["n"])},
     outs=lambda p: {"out": poisoned(p["n"])},
     ref=lambda i, p: {"out": i["a"].astype(np.float64) + 10},
@@ -62,10 +62,16 @@ P03 = Puzzle(
     shared="forbidden", roof=None, teaches="a guard against extra threads")
 
 
+def _more_threads(rng, choices):
+    threads = int(rng.choice(choices))
+    return {"n": int(rng.integers(5, threads)), "threads": threads}
+
+
 def _small_2d(full):
     return lambda rng, c, f: ({"rows": full[0], "cols": full[1], "bx": 32, "by": 32} if f else
                               {"rows": int(rng.integers(3, 8)), "cols": int(rng.integers(3, 8)),
-                               "bx": 8, "by": 8})
+                               "bx": int(rng.choice((8, 12, 16))),
+                               "by": int(rng.choice((8, 12, 16)))})
 
 
 P04 = Puzzle(
@@ -82,7 +88,7 @@ P04 = Puzzle(
     ref=lambda i, p: {"out": i["a"].astype(np.float64) + 10},
     launch=lambda p, c, m: (1, (p["bx"], p["by"])),
     minimum=lambda p, c: {"gr": 1, "gw": 1, "sh": 0}, caps=lambda p, c: {"gr": 1, "gw": 1},
-    shared="forbidden", roof=None, teaches="two-dimensional threads")
+    shared="forbidden", roof=None, x_picks=("out", "a"), teaches="two-dimensional threads")
 
 P05 = Puzzle(
     5, "broadcast", "Broadcast", "broadcast_add",
@@ -98,12 +104,16 @@ P05 = Puzzle(
     ref=lambda i, p: {"out": i["col"].astype(np.float64)[:, None] + i["row"][None, :]},
     launch=lambda p, c, m: (1, (p["bx"], p["by"])),
     minimum=lambda p, c: {"gr": 2, "gw": 1, "sh": 0}, caps=lambda p, c: {"gr": 2, "gw": 1},
-    shared="forbidden", roof=None, teaches="reusing inputs across threads")
+    shared="forbidden", roof=None, x_picks=("out",), teaches="reusing inputs across threads")
 
 
-def _blocks(full_n, sim_block=8):
-    return lambda rng, c, full: ({"n": full_n, "threads": 256} if full else
-                                 {"n": odd_size(rng, 20, 60, sim_block), "threads": sim_block})
+def _blocks(full_n, sim_blocks=(8, 16, 32)):
+    def sizes(rng, c, full):
+        if full:
+            return {"n": full_n, "threads": 256}
+        threads = int(rng.choice(sim_blocks))
+        return {"n": odd_size(rng, 20, 70, threads), "threads": threads}
+    return sizes
 
 
 P06 = Puzzle(
@@ -122,7 +132,7 @@ P06 = Puzzle(
     minimum=lambda p, c: {"gr": 1, "gw": 1, "sh": 0}, caps=lambda p, c: {"gr": 1, "gw": 1},
     shared="forbidden", work=lambda p: 8 * p["n"], teaches="a grid of blocks")
 
-_TPB = {"TPB": (8, 256)}
+_TPB = {"TPB": ((8, 16, 32), 256)}
 
 
 def _tpb(full_n, lo=20, hi=60):
@@ -146,7 +156,11 @@ P07 = Puzzle(
     ref=lambda i, p: {"out": _swap(i["a"])},
     launch=lambda p, c, m: (cdiv(p["n"], c["TPB"]), c["TPB"]),
     minimum=lambda p, c: {"gr": 1, "gw": 1, "sh": 2}, caps=lambda p, c: {"gr": 1, "gw": 1},
-    shared="required", work=lambda p: 8 * p["n"], teaches="shared memory and syncthreads")
+    shared="required", ulps=0, work=lambda p: 8 * p["n"], teaches="shared memory and syncthreads")
+
+
+def _pool(a, n):
+    return np.convolve(a.astype(np.float64), np.ones(3))[:n]
 
 
 def _swap(a):
@@ -169,10 +183,11 @@ P08 = Puzzle(
     args=("out", "a"), consts=_TPB, sizes=_tpb(2**26 + 3),
     make=lambda rng, p: {"a": rand(rng, p["n"])},
     outs=lambda p: {"out": poisoned(p["n"])},
-    ref=lambda i, p: {"out": np.convolve(i["a"].astype(np.float64), np.ones(3))[:p["n"]]},
+    ref=lambda i, p: {"out": _pool(i["a"], p["n"])},
     launch=lambda p, c, m: (cdiv(p["n"], c["TPB"]), c["TPB"]),
     minimum=lambda p, c: {"gr": 2, "gw": 1, "sh": 5}, caps=lambda p, c: {"gr": 2, "gw": 1},
-    shared="required", rtol=1e-5, work=lambda p: 8 * p["n"], teaches="a halo in shared memory")
+    shared="required", ulps=3, scale=lambda i, p: {"out": _pool(np.abs(i["a"]), p["n"])},
+    work=lambda p: 8 * p["n"], teaches="a halo in shared memory")
 
 P09 = Puzzle(
     9, "dot", "Dot product", "dot",
@@ -184,14 +199,15 @@ P09 = Puzzle(
     hints=("Thread `l` handles elements `l`, `l + TPB`, `l + 2 TPB`... (`for i in range(l, n, TPB)`), "
            "summing into a local variable; then it stores that sum at `s[l]`.",
            "After `cuda.syncthreads()`, thread 0 loops over the `TPB` partial sums and writes the total."),
-    args=("out", "a", "b"), consts={"TPB": (8, 1024)}, sizes=_tpb(2**24 + 3),
+    args=("out", "a", "b"), consts={"TPB": ((8, 16, 32), 1024)}, sizes=_tpb(2**24 + 3),
     make=lambda rng, p: {"a": rand(rng, p["n"], 0, 1), "b": rand(rng, p["n"], 0, 1)},
     outs=lambda p: {"out": poisoned(1)},
     ref=lambda i, p: {"out": np.array([np.dot(i["a"].astype(np.float64), i["b"])])},
     launch=lambda p, c, m: (1, c["TPB"]),
     minimum=lambda p, c: {"gr": 2 * cdiv(p["n"], c["TPB"]), "gw": 1, "sh": c["TPB"] + 1},
     caps=lambda p, c: {"gr": 2 * cdiv(p["n"], c["TPB"]), "gw": 1},
-    shared="required", rtol=1e-4, full_rtol=1e-3, work=lambda p: 8 * p["n"],
+    shared="required", ulps=lambda p: p["n"] + 2, work=lambda p: 8 * p["n"],
+    floor=lambda p, c: {"gr": 2 * cdiv(p["n"], c["TPB"]), "gw": 1},
     teaches="a loop per thread; one block is one SM")
 
 P10 = Puzzle(
@@ -212,7 +228,8 @@ P10 = Puzzle(
     launch=lambda p, c, m: (cdiv(p["n"], c["TPB"]), c["TPB"]),
     minimum=lambda p, c: {"gr": 1, "gw": 1, "sh": 1 + 2 * log2(c["TPB"])},
     caps=lambda p, c: {"gr": 1, "gw": 1},
-    shared="required", rtol=1e-4, work=lambda p: 4 * p["n"] + 4 * cdiv(p["n"], p["tpb"]),
+    shared="required", ulps=lambda p: p["tpb"] + 1,
+    work=lambda p: 4 * p["n"] + 4 * cdiv(p["n"], p["tpb"]),
     teaches="a tree reduction with barriers")
 
 

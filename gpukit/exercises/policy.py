@@ -1,0 +1,122 @@
+"""What a submitted file may contain, read from its syntax tree before anything runs.
+
+A submission is a kernel and the constants and helpers it needs. The checker reads the file
+with :mod:`ast` (which runs nothing) and refuses, with the line and the reason:
+
+* imports of anything but ``numba`` (and ``numba.cuda``), ``math`` and ``numpy``;
+* names and attributes that start with an underscore (private parts of arrays, modules and
+  frames), and the built-ins that reach other objects or run code (``getattr``, ``exec``,
+  ``open``, ``globals``...);
+* assignments to attributes, ``global`` and ``nonlocal`` (state kept outside a kernel),
+  classes;
+* at the top level, anything but the docstring, imports, constants, functions and an
+  ``if __name__ == "__main__":`` block (which is dropped: the checker never runs it).
+"""
+
+from __future__ import annotations
+
+import ast
+
+#: modules a submission may import
+MODULES = {"numba", "numba.cuda", "math", "numpy"}
+#: built-in names a submission may not use
+BUILTINS = {"exec", "eval", "compile", "open", "globals", "locals", "vars", "getattr", "setattr",
+            "delattr", "hasattr", "breakpoint", "input", "exit", "quit", "memoryview", "type",
+            "object", "super", "dir", "help", "id", "classmethod", "staticmethod", "property"}
+#: what a top-level constant may be built from
+CONSTANT_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Tuple,
+                  ast.BoolOp, ast.Compare, ast.IfExp, ast.Load, ast.operator, ast.unaryop,
+                  ast.boolop, ast.cmpop)
+
+
+class Refused(Exception):
+    """The file breaks a rule of what a submission may contain."""
+
+
+def is_main_block(node) -> bool:
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
+
+
+def without_main(tree: ast.Module) -> ast.Module:
+    tree.body = [n for n in tree.body if not is_main_block(n)]
+    return tree
+
+
+def _refuse(node, why: str):
+    raise Refused(f"line {getattr(node, 'lineno', '?')}: {why}")
+
+
+def _check_import(node) -> None:
+    names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+             else [node.module or ""])
+    for name in names:
+        if name not in MODULES or (isinstance(node, ast.ImportFrom) and node.level):
+            _refuse(node, f"`{name or '.'}` cannot be imported in a submission (numba, "
+                          "numba.cuda, math and numpy can)")
+    if isinstance(node, ast.ImportFrom):
+        for a in node.names:
+            if a.name == "*" or a.name.startswith("_"):
+                _refuse(node, f"`from {node.module} import {a.name}` is not allowed")
+
+
+def _check_node(node) -> None:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        _check_import(node)
+    elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        _refuse(node, f"`.{node.attr}` reaches a private part of an object: a kernel sees "
+                      "arrays only through indexing")
+    elif isinstance(node, ast.Name) and (node.id.startswith("__") or node.id in BUILTINS):
+        _refuse(node, f"`{node.id}` is not allowed in a submission")
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        _refuse(node, "`global` and `nonlocal` keep state outside the kernel: a GPU kernel "
+                      "keeps it in arrays, shared or local memory")
+    elif isinstance(node, ast.ClassDef):
+        _refuse(node, "classes are not allowed in a submission")
+    elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, (ast.Tuple, ast.List)):
+                targets.extend(t.elts)
+            elif isinstance(t, (ast.Starred, ast.Subscript)):
+                targets.append(t.value)
+            elif isinstance(t, ast.Attribute):
+                _refuse(node, "assigning to an attribute is not allowed in a submission")
+
+
+def _check_top(node) -> None:
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)):
+        return
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        if all(isinstance(t, ast.Name) for t in targets) and value is not None and all(
+                isinstance(n, CONSTANT_NODES) for n in ast.walk(value)):
+            return
+        _refuse(node, "a top-level assignment may only name a constant (a number, or "
+                      "arithmetic on constants): arrays and calls belong inside functions")
+    _refuse(node, f"a `{type(node).__name__}` statement is not allowed at the top level (only "
+                  "imports, constants and functions)")
+
+
+def check(tree: ast.Module, kernel: str) -> str | None:
+    """None when ``tree`` may be run as a submission whose kernel is ``kernel``; else why not.
+    :class:`LookupError` when it defines no such kernel."""
+    body = [n for n in tree.body if not is_main_block(n)]
+    try:
+        for node in body:
+            _check_top(node)
+            for sub in ast.walk(node):
+                _check_node(sub)
+    except Refused as exc:
+        return str(exc)
+    for node in body:
+        if isinstance(node, ast.FunctionDef) and node.name == kernel:
+            if not any("jit" in ast.unparse(d) for d in node.decorator_list):
+                raise LookupError(f"`{kernel}` is not a @cuda.jit kernel (a host function "
+                                  "cannot be checked: the puzzle is to write the kernel)")
+            return None
+    raise LookupError(f"defines no `{kernel}`")
