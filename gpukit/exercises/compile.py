@@ -11,6 +11,21 @@ from __future__ import annotations
 import numpy as np
 
 
+#: the GPU target the kernels are compiled for (Hopper)
+CC = (9, 0)
+
+
+class _Target:
+    compute_capability = CC
+
+
+def _compile_for(cc) -> None:
+    """Device functions are compiled for the current device's target; with no GPU in this
+    process (there need be none to compile), name the target instead of asking the driver."""
+    from numba.cuda import dispatcher
+    dispatcher.get_current_device = lambda: _Target()
+
+
 def _types(puzzle, consts: dict) -> tuple:
     import numba
     from numba import typeof
@@ -46,13 +61,14 @@ def compile_ptx(num: int, path: str, consts: dict | None = None) -> dict:
         nvvm.NVVM()
     except Exception as exc:  # noqa: BLE001 - NvvmSupportError and the like: no compiler here
         return {"skipped": f"no NVVM on this machine: {str(exc).splitlines()[0][:200]}"}
+    _compile_for(CC)
     try:
         module = load(puzzle, path, consts)
     except BadSubmission as exc:
         return {"ok": False, "message": str(exc)}
     kernel = getattr(module, puzzle.kernel)
     try:
-        ptx, _ = cuda.compile_ptx(kernel.py_func, _types(puzzle, consts), cc=(9, 0))
+        ptx, _ = cuda.compile_ptx(kernel.py_func, _types(puzzle, consts), cc=CC)
     except Exception as exc:  # noqa: BLE001 - numba's compile error is the message
         text = str(exc)
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)

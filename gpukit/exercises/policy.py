@@ -108,9 +108,9 @@ def check(tree: ast.Module, kernel: str) -> str | None:
     body = [n for n in tree.body if not is_main_block(n)]
     try:
         for node in body:
-            _check_top(node)
             for sub in ast.walk(node):
                 _check_node(sub)
+            _check_top(node)
     except Refused as exc:
         return str(exc)
     for node in body:

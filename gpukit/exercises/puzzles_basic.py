@@ -47,7 +47,7 @@ P03 = Puzzle(
     3, "guard", "Guard", "guard_add_ten",
     task="Add 10 to every element of `a`, as in puzzle 1, but the block now has more threads than "
          "`a` has elements. Threads past the end must touch nothing.",
-    rules=["one block of 32 threads on the simulator (1024 on a GPU), more than the elements",
+    rules=["one block of 32 to 64 threads on the simulator (1024 on a GPU), more than the elements",
            "a thread may not read or write outside an array"],
     hints=("`a.shape[0]` (or `a.size`) is the number of elements.",
            "Wrap the body in `if i < a.shape[0]:`."),
@@ -78,7 +78,7 @@ P04 = Puzzle(
     4, "map2d", "2-D map", "map2d_add_ten",
     task="`a` is a matrix. Add 10 to every element into `out`. The block is a square of "
          "threads, larger than the matrix; `x` runs along a row (over columns), `y` down the rows.",
-    rules=["one block of 8 x 8 threads on the simulator (32 x 32 on a GPU)",
+    rules=["one block of 8 to 16 threads a side on the simulator (32 x 32 on a GPU)",
            "threadIdx.x picks the column, threadIdx.y the row", "a thread may not touch anything outside"],
     hints=("`a.shape` is `(rows, cols)`; index a matrix as `a[row, col]`.",
            "`col = cuda.threadIdx.x`, `row = cuda.threadIdx.y`, and guard both."),
@@ -94,7 +94,7 @@ P05 = Puzzle(
     5, "broadcast", "Broadcast", "broadcast_add",
     task="`col` has one value per row and `row` one value per column. Write "
          "`out[r, c] = col[r] + row[c]`: every pair, as NumPy's broadcasting would.",
-    rules=["one block of 8 x 8 threads on the simulator (32 x 32 on a GPU), larger than `out`",
+    rules=["one block of 8 to 16 threads a side on the simulator (32 x 32 on a GPU), larger than `out`",
            "threadIdx.x picks the column, threadIdx.y the row"],
     hints=("`out.shape` gives the number of rows and columns; `col` and `row` are 1-D.",
            "Each thread reads one element of each vector: `col[r]` and `row[c]`."),
@@ -107,28 +107,23 @@ P05 = Puzzle(
     shared="forbidden", roof=None, x_picks=("out",), teaches="reusing inputs across threads")
 
 
-def _blocks(full_n, sim_blocks=(8, 16, 32)):
-    def sizes(rng, c, full):
-        if full:
-            return {"n": full_n, "threads": 256}
-        threads = int(rng.choice(sim_blocks))
-        return {"n": odd_size(rng, 20, 70, threads), "threads": threads}
-    return sizes
+def _blocks(full_n):
+    return lambda rng, c, full: {"n": full_n if full else odd_size(rng, 20, 70, c["TPB"])}
 
 
 P06 = Puzzle(
     6, "blocks", "Blocks", "blocks_add_ten",
     task="Add 10 to every element of a long `a`. One block is too small now: the grid has several "
          "blocks, each of `cuda.blockDim.x` threads, and the last block sticks out past the end.",
-    rules=["blocks of 8 threads on the simulator (256 on a GPU), as many as needed",
+    rules=["blocks of 8, 16 or 32 threads on the simulator (256 on a GPU), as many as needed",
            "do not assume a block size: read cuda.blockDim.x"],
     hints=("A thread's global index is `cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x`.",
            "`cuda.grid(1)` computes that index for you; keep the guard."),
-    args=("out", "a"), sizes=_blocks(2**26 + 3),
+    args=("out", "a"), sizes=_blocks(2**26 + 3), consts={"TPB": ((8, 16, 32), 256)},
     make=lambda rng, p: {"a": rand(rng, p["n"])},
     outs=lambda p: {"out": poisoned(p["n"])},
     ref=lambda i, p: {"out": i["a"].astype(np.float64) + 10},
-    launch=lambda p, c, m: (cdiv(p["n"], p["threads"]), p["threads"]),
+    launch=lambda p, c, m: (cdiv(p["n"], c["TPB"]), c["TPB"]),
     minimum=lambda p, c: {"gr": 1, "gw": 1, "sh": 0}, caps=lambda p, c: {"gr": 1, "gw": 1},
     shared="forbidden", work=lambda p: 8 * p["n"], teaches="a grid of blocks")
 
@@ -144,7 +139,7 @@ P07 = Puzzle(
     task="Swap neighbours: `out[i] = a[i ^ 1]` (0 takes 1's value, 1 takes 0's, 2 takes 3's...). "
          "When `i ^ 1` is past the end, `out[i] = a[i]`. Each thread may read only its own element "
          "of `a`, so it must get its partner's value from shared memory.",
-    rules=["blocks of `TPB` threads (8 on the simulator, 256 on a GPU)",
+    rules=["blocks of `TPB` threads (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each thread reads at most one element of `a`", "must use shared memory"],
     hints=("`s = cuda.shared.array(TPB, numba.float32)` is one array per block, seen by all its "
            "threads. Store your element at `s[cuda.threadIdx.x]`.",
@@ -174,7 +169,7 @@ P08 = Puzzle(
     task="A sliding window of three: `out[i] = a[i - 2] + a[i - 1] + a[i]`, where a missing "
          "element (before the start) counts as 0. Load each block's part of `a` once into shared "
          "memory, with the two elements before it (the halo).",
-    rules=["blocks of `TPB` threads (8 on the simulator, 256 on a GPU)",
+    rules=["blocks of `TPB` threads (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each thread reads at most 2 elements of `a`", "must use shared memory"],
     hints=("A shared array of `TPB + 2` elements: slot `l + 2` holds `a[i]`, slots 0 and 1 the "
            "two elements before the block's first.",
@@ -194,7 +189,7 @@ P09 = Puzzle(
     task="Compute `out[0] = sum(a[i] * b[i])` with ONE block of `TPB` threads, while `a` is longer "
          "than the block: each thread sums a strided part of the products, the partial sums meet in "
          "shared memory, and thread 0 adds them up.",
-    rules=["one block of `TPB` threads (8 on the simulator, 1024 on a GPU)",
+    rules=["one block of `TPB` threads (8, 16 or 32 on the simulator, 1024 on a GPU)",
            "each element of `a` and `b` is read once", "must use shared memory; thread 0 writes `out[0]`"],
     hints=("Thread `l` handles elements `l`, `l + TPB`, `l + 2 TPB`... (`for i in range(l, n, TPB)`), "
            "summing into a local variable; then it stores that sum at `s[l]`.",
@@ -214,7 +209,7 @@ P10 = Puzzle(
     10, "block_reduce", "Block reduction", "block_sum",
     task="Each block sums its own `TPB` elements of `a` and writes the sum to `out[block]`. Use a "
          "tree in shared memory: half the threads add a partner's value, then a quarter, and so on.",
-    rules=["blocks of `TPB` threads, a power of two (8 on the simulator, 256 on a GPU)",
+    rules=["blocks of `TPB` threads, a power of two (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each element of `a` is read once", "must use shared memory"],
     hints=("Keep your running sum in a local variable `v` (0 past the end of `a`) and store it at "
            "`s[l]`; with `stride` going `TPB // 2, TPB // 4, ..., 1`, threads `l < stride` add "

@@ -26,7 +26,7 @@ P11 = Puzzle(
     task="Sum all of `a` into `out[0]`. Reduce inside each block as in puzzle 10, then let thread 0 "
          "of every block add its block's sum to `out[0]` with an atomic addition. The checker sets "
          "`out[0]` to 0 before the launch.",
-    rules=["blocks of `TPB` threads, a power of two (8 on the simulator, 256 on a GPU)",
+    rules=["blocks of `TPB` threads, a power of two (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each element of `a` is read once; one atomic per block", "must use shared memory"],
     hints=("Blocks cannot wait for each other; `cuda.atomic.add(out, 0, v)` adds `v` to `out[0]` "
            "without losing another block's addition.",
@@ -45,7 +45,7 @@ P12 = Puzzle(
     12, "scan", "Prefix scan", "block_scan",
     task="Inclusive prefix sum inside each block: `out[i]` is the sum of the block's elements of "
          "`a` up to and including `i`. Each block starts again from 0.",
-    rules=["blocks of `TPB` threads, a power of two (8 on the simulator, 256 on a GPU)",
+    rules=["blocks of `TPB` threads, a power of two (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each element of `a` is read once", "must use shared memory"],
     hints=("With `d = 1, 2, 4, ...` below `TPB`, thread `l >= d` adds `s[l - d]` to its running "
            "value `v` (a Hillis-Steele scan).",
@@ -74,7 +74,7 @@ P13 = Puzzle(
     task="Count how often each value occurs: `values` holds whole numbers from 0 to `bins - 1`, and "
          "`hist[v]` must end as the number of elements equal to `v`. Many threads hit the same bin "
          "at once. The checker sets `hist` to 0 before the launch.",
-    rules=["blocks of `TPB` threads (8 on the simulator, 256 on a GPU), one thread per element",
+    rules=["blocks of `TPB` threads (8, 16 or 32 on the simulator, 256 on a GPU), one thread per element",
            "each element of `values` is read once"],
     hints=("`hist[v] += 1` from two threads at once can lose one of the two additions.",
            "`cuda.atomic.add(hist, v, 1)` does the read, the addition and the write as one."),
@@ -94,7 +94,7 @@ P14 = Puzzle(
          "along rows and writing `out` along rows both need neighbouring threads on neighbouring "
          "addresses, so a block reads a `TILE` x `TILE` tile into shared memory and writes it out "
          "turned. Pad the tile so that reading down a column hits different banks.",
-    rules=["blocks of `TILE` x `TILE` threads (4 on the simulator, 32 on a GPU)",
+    rules=["blocks of `TILE` x `TILE` threads (4 or 8 on the simulator, 32 on a GPU)",
            "accesses to `a` and `out` coalesced: threads with neighbouring threadIdx.x touch "
            "neighbouring addresses", "must use shared memory, without bank conflicts (the checker "
            "models `TILE` banks)"],
@@ -118,7 +118,7 @@ P15 = Puzzle(
          "tile of `c`, walking along `K` one tile at a time: each thread loads one element of `a` "
          "and one of `b` into shared tiles, and every thread then reads a whole row and column "
          "of the tiles.",
-    rules=["blocks of `TILE` x `TILE` threads (4 on the simulator, 16 on a GPU)",
+    rules=["blocks of `TILE` x `TILE` threads (4 or 8 on the simulator, 16 on a GPU)",
            "each element of a tile is loaded once per block", "must use shared memory"],
     hints=("For tile `t`, thread `(ty, tx)` loads `a[row, t * TILE + tx]` and "
            "`b[t * TILE + ty, col]`, or 0 past an edge; synchronise; add "
@@ -145,7 +145,7 @@ P16 = Puzzle(
     task="For each row of `a`, `out[r, c] = exp(a[r, c] - m) / s`, where `m` is the row's maximum "
          "and `s` the sum of `exp(a[r, c] - m)`. One block per row; a row can be longer or shorter "
          "than the block.",
-    rules=["one block of `TPB` threads per row (8 on the simulator, 256 on a GPU)",
+    rules=["one block of `TPB` threads per row (8, 16 or 32 on the simulator, 256 on a GPU)",
            "each element of `a` is read at most twice", "must use shared memory"],
     hints=("First pass: each thread keeps a running maximum `m` and a running sum `s` over its "
            "columns `l, l + TPB, ...`; when a new maximum `x` arrives, `s = s * exp(m - x) + 1`.",
@@ -200,7 +200,7 @@ P17 = Puzzle(
     task="A five-point stencil: `out[r, c]` is the sum of `a[r, c]` and its four neighbours (up, "
          "down, left, right), a neighbour outside the matrix counting as 0. Each block loads its "
          "tile with a one-element border into shared memory, then every thread adds five values.",
-    rules=["blocks of `TILE` x `TILE` threads (4 on the simulator, 16 on a GPU)",
+    rules=["blocks of `TILE` x `TILE` threads (4 or 8 on the simulator, 16 on a GPU)",
            "each element of the bordered tile is loaded once per block", "must use shared memory"],
     hints=("A shared array of `(TILE + 2, TILE + 2)`; its element `[y, x]` is "
            "`a[by * TILE - 1 + y, bx * TILE - 1 + x]` (0 outside).",
@@ -222,7 +222,7 @@ P18 = Puzzle(
          "differ in `x`) touch addresses a whole row apart. Make neighbouring threads touch "
          "neighbouring addresses. The grid is square and covers the larger side in both directions, "
          "so either mapping covers the matrix.",
-    rules=["blocks of 8 x 4 threads on the simulator (32 x 8 on a GPU), a square grid over "
+    rules=["blocks of 8 or 16 x 4 or 8 threads on the simulator (32 x 8 on a GPU), a square grid over "
            "`max(rows, cols)`", "accesses to `a` and `out` coalesced"],
     hints=("A matrix is stored row after row: `a[r, c]` and `a[r, c + 1]` are neighbours in memory, "
            "`a[r, c]` and `a[r + 1, c]` are `cols` elements apart.",
@@ -304,7 +304,7 @@ P20 = Puzzle(
     task="Sum each warp's 32 elements without shared memory: `out[w]` is the sum of "
          "`a[32 w : 32 w + 32]` (fewer at the end). The 32 threads of a warp pass values to each "
          "other with `cuda.shfl_down_sync`.",
-    rules=["blocks of 64 threads on the simulator (256 on a GPU): two warps or more",
+    rules=["blocks of 64, 96 or 128 threads on the simulator (256 on a GPU): two warps or more",
            "no shared memory; each element of `a` is read once",
            "every lane of a warp takes part in each shuffle, even past the end of `a`"],
     hints=("`cuda.shfl_down_sync(0xFFFFFFFF, v, k)` returns `v` of the lane `k` places higher "
