@@ -344,10 +344,46 @@ def _fail(out: dict, message: str, t0: float) -> dict:
     return {**out, "ok": False, "message": message, "seconds": time.perf_counter() - t0}
 
 
-def check_sim(num: int, path: str, seed: int) -> dict:
+class Children:
+    """The two children of a check (simulator and compiler), kept for several checks in a
+    row; a child that ended is started again for the next check."""
+
+    def __init__(self):
+        self._dir = tempfile.TemporaryDirectory(prefix="gpukit-check-")
+        self.sim = self.ptx = None
+
+    def get(self) -> tuple[Child, Child]:
+        if self.sim is None or self.sim.proc.poll() is not None:
+            if self.sim is not None:
+                self.sim.close()
+            self.sim = Child("sim", SIM_ENV, self._dir.name)
+        if self.ptx is None or self.ptx.proc.poll() is not None:
+            if self.ptx is not None:
+                self.ptx.close()
+            self.ptx = Child("ptx", PTX_ENV, self._dir.name)
+        return self.sim, self.ptx
+
+    def close(self) -> None:
+        for c in (self.sim, self.ptx):
+            if c is not None:
+                c.close()
+        self._dir.cleanup()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def check_sim(num: int, path: str, seed: int, children: Children | None = None) -> dict:
     """Check ``path`` for puzzle ``num`` with the inputs of ``seed``: a dict with ``ok``,
     ``message``, ``trials``, ``seed``, ``at_minimum``, ``score``, ``minimum``, ``ptx``; or
-    ``{"bad_input": why}`` when the file cannot be checked at all."""
+    ``{"bad_input": why}`` when the file cannot be checked at all. ``children``: processes
+    to reuse (fresh ones by default)."""
+    if children is None:
+        with Children() as fresh:
+            return check_sim(num, path, seed, fresh)
     from .puzzles import find
     puzzle = find(num)
     t0 = time.perf_counter()
@@ -359,19 +395,13 @@ def check_sim(num: int, path: str, seed: int) -> dict:
         return {BAD: str(exc)}
     if refused:
         return _fail(out, refused, t0)
+    sim, ptx = children.get()
     trials = plan(puzzle, seed)
-    with tempfile.TemporaryDirectory(prefix="gpukit-check-") as work:
-        ptx = Child("ptx", PTX_ENV, work)
-        sim = Child("sim", SIM_ENV, work)
-        try:
-            ptx.send({"num": puzzle.num, "path": path,
-                      "consts": [{k: v[1] for k, v in puzzle.consts.items()}]
-                      + [tr["consts"] for tr in trials]})
-            answer = sim.ask(_sim_job(puzzle, path, trials), timeout=120)
-            compiled = ptx.receive(timeout=120)
-        finally:
-            sim.close()
-            ptx.close()
+    ptx.send({"num": puzzle.num, "path": path,
+              "consts": [{k: v[1] for k, v in puzzle.consts.items()}]
+              + [tr["consts"] for tr in trials]})
+    answer = sim.ask(_sim_job(puzzle, path, trials), timeout=120)
+    compiled = ptx.receive(timeout=120)
     if "import_error" in answer:
         return {BAD: answer["import_error"]}
     if compiled.get("ok") is False or "lost" in compiled or "error" in compiled:
@@ -403,8 +433,9 @@ def check_sim(num: int, path: str, seed: int) -> dict:
 
 
 def check_many(items: list) -> list:
-    """:func:`check_sim` for each ``[num, path, seed]``."""
-    return [check_sim(*item) for item in items]
+    """:func:`check_sim` for each ``[num, path, seed]``, one pair of children for all."""
+    with Children() as children:
+        return [check_sim(*item, children=children) for item in items]
 
 
 def run_check(num: int, path: str, seed: int, timeout: float = 60) -> dict:
