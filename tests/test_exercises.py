@@ -240,7 +240,13 @@ def add_ten(out, a):
     out[cuda.threadIdx.x] = a[cuda.threadIdx.x] + 10
 """, "defines no `map_add_ten`"),
     "syntax_error": (1, "def map_add_ten(out, a:\n", "syntax error"),
-    "fails_on_import": (1, "X = 1 / 0\n", "failed on import"),
+    "fails_on_import": (1, """
+from numba import cuda
+X = 1 / 0
+@cuda.jit
+def map_add_ten(out, a):
+    pass
+""", "failed on import"),
 }
 
 

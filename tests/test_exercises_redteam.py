@@ -116,3 +116,21 @@ def test_a_malformed_answer_fails():
     bad["outputs"]["out"]["dtype"] = "<f8"
     r = grader._judge(p, tr, bad)
     assert not r["ok"] and "malformed" in r["message"]
+
+
+def test_the_full_size_run_is_judged_by_the_checker():
+    """The GPU path's protocol, run on the simulator at puzzle 3's small full size: the child
+    returns outputs in files, the checker compares them (a GPU runs the real thing)."""
+    import tempfile
+
+    from gpukit.exercises import gpu
+    with tempfile.TemporaryDirectory() as work:
+        child = grader.Child("gpu", grader.SIM_ENV, work)
+        try:
+            ok = gpu.full_size(child, puzzles.find(3), str(puzzles.solution(puzzles.find(3))), 5, 1)
+            wrong = gpu.full_size(child, puzzles.find(1), str(DATA / "r39_prints_a_verdict_from_the_kernel.py"),
+                                  5, 1)
+        finally:
+            child.close()
+    assert ok["ok"] and ok["sizes"]["n"] == 1000, ok
+    assert not wrong["ok"] and "full size: first wrong element" in wrong["message"], wrong
