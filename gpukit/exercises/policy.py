@@ -23,6 +23,29 @@ MODULES = {"numba", "numba.cuda", "math", "numpy"}
 BUILTINS = {"exec", "eval", "compile", "open", "globals", "locals", "vars", "getattr", "setattr",
             "delattr", "hasattr", "breakpoint", "input", "exit", "quit", "memoryview", "type",
             "object", "super", "dir", "help", "id", "classmethod", "staticmethod", "property"}
+#: the modules an attribute of an allowed module may lead to
+SUBMODULES = {"numba": {"cuda": "numba.cuda", "types": "numba.types"}, "numba.cuda": {},
+              "numba.types": {}, "math": {}, "numpy": {}}
+#: attributes of the allowed modules that lead out of them (their own submodules and the
+#: modules they import) or read and write files
+LEAVING = set("""
+    api api_util args bf16 cache_hints cext cg cgutils cloudpickle codegen compiler config
+    contextlib core cpython cuda_paths cudadrv datamodel debuginfo decorators descriptor
+    device_init devicearray devices deviceufunc dispatcher driver errors extending flags
+    importlib initialize intrinsics itanium_mangler kernel kernelapi kernels launchconfig
+    libdevice literal locks lowering mathimpl memory_management misc models np nvvm nvvmutils
+    os reduction serialize simulator simulator_init stubs sys target typeconv typing ufuncs
+    utils vectorizers warnings experimental llvmlite numba parfors platform re stencils typed
+    dtypes emath exceptions lib linalg matrixlib polynomial random version testing ctypeslib
+    abstract collections common containers ctypes enum function_type functions ir iterators
+    itertools logging npytypes scalars struct textwrap traceback types weakref
+    load save savez savez_compressed fromfile memmap loadtxt savetxt genfromtxt fromregex
+    DataSource show_config info source tofile dump dumps
+""".split())
+#: attribute names that reach frames, code and globals
+INTROSPECTION = {"gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await",
+                 "ag_frame", "ag_code", "f_back", "f_globals", "f_locals", "f_builtins",
+                 "f_code", "tb_frame", "tb_next", "func_globals", "func_code", "mro"}
 #: what a top-level constant may be built from
 CONSTANT_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Tuple,
                   ast.BoolOp, ast.Compare, ast.IfExp, ast.Load, ast.operator, ast.unaryop,
@@ -60,12 +83,62 @@ def _check_import(node) -> None:
                 _refuse(node, f"`from {node.module} import {a.name}` is not allowed")
 
 
+def _modules(tree) -> dict:
+    """Names bound to an allowed module anywhere in the file -> that module."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    names[a.asname] = a.name
+                else:
+                    names[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module in SUBMODULES:
+            for a in node.names:
+                if a.name in SUBMODULES[node.module]:
+                    names[a.asname or a.name] = SUBMODULES[node.module][a.name]
+                elif a.name in LEAVING:
+                    _refuse(node, f"`from {node.module} import {a.name}` leads out of the "
+                                  "modules a kernel needs")
+    return names
+
+
+def _check_modules(tree) -> None:
+    """A module is used only as ``module.name``, and never to reach another module."""
+    modules = _modules(tree)
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and node.id in modules):
+            continue
+        where, sub = node, modules[node.id]
+        while sub is not None:
+            up = parents.get(where)
+            if not (isinstance(up, ast.Attribute) and up.value is where):
+                if isinstance(up, (ast.Import, ast.ImportFrom)) or isinstance(
+                        getattr(node, "ctx", None), ast.Store):
+                    break
+                _refuse(node, f"the module `{ast.unparse(where)}` may only be used as "
+                              f"`{ast.unparse(where)}.name`")
+            if up.attr in SUBMODULES.get(sub, {}):
+                sub = SUBMODULES[sub][up.attr]
+            elif up.attr in LEAVING:
+                _refuse(up, f"`{ast.unparse(up)}` leads out of the modules a kernel needs")
+            else:
+                sub = None
+            where = up
+
+
 def _check_node(node) -> None:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         _check_import(node)
     elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
         _refuse(node, f"`.{node.attr}` reaches a private part of an object: a kernel sees "
                       "arrays only through indexing")
+    elif isinstance(node, ast.Attribute) and node.attr in INTROSPECTION:
+        _refuse(node, f"`.{node.attr}` reaches the running program's frames or code")
     elif isinstance(node, ast.Name) and (node.id.startswith("__") or node.id in BUILTINS):
         _refuse(node, f"`{node.id}` is not allowed in a submission")
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -111,6 +184,7 @@ def check(tree: ast.Module, kernel: str) -> str | None:
             for sub in ast.walk(node):
                 _check_node(sub)
             _check_top(node)
+        _check_modules(ast.Module(body=body, type_ignores=[]))
     except Refused as exc:
         return str(exc)
     for node in body:
