@@ -134,3 +134,20 @@ def test_the_full_size_run_is_judged_by_the_checker():
             child.close()
     assert ok["ok"] and ok["sizes"]["n"] == 1000, ok
     assert not wrong["ok"] and "full size: first wrong element" in wrong["message"], wrong
+
+
+def test_the_children_run_the_text_that_was_judged(tmp_path, monkeypatch):
+    """A file swapped after the checker read it changes nothing: the children get the text."""
+    right = puzzles.solution(puzzles.find(1)).read_text()
+    swapped = tmp_path / "p01.py"
+    swapped.write_text((DATA / "r39_prints_a_verdict_from_the_kernel.py").read_text())
+    monkeypatch.setattr(grader, "read_submission", lambda puzzle, path: (right, None))
+    assert grader.check_sim(1, str(swapped), 5)["ok"]
+
+
+def test_a_file_that_is_not_utf8_is_bad_input(tmp_path):
+    from tests.helpers import assert_one_line_error, run_cli
+    path = tmp_path / "p01_map.py"
+    path.write_bytes(b"\xff\xfe\x00def map_add_ten(out, a): pass\n")
+    out = run_cli("exercises", "check", "1", path, env={"GPUKIT_EXERCISES_STATE": str(tmp_path / "s")})
+    assert "not a UTF-8 text file" in assert_one_line_error(out)

@@ -78,16 +78,19 @@ def _with_constants(source: str, path: str, consts: dict):
     return compile(tree, path, "exec")
 
 
-def load(puzzle, path: str, consts: dict | None = None):
+def load(puzzle, path: str, consts: dict | None = None, source: str | None = None):
     """The submitted module with the checker's constants; :class:`BadSubmission` when it
-    cannot be used at all."""
+    cannot be used at all. ``source``: the text the checker read (and judged) from ``path``;
+    the file is read only when it is not given."""
     consts = consts or {}
     name = f"gpukit_submission_p{puzzle.num:02d}"
     module = types.ModuleType(name)
     module.__file__ = path
     try:
-        with open(path, encoding="utf-8") as fh:
-            code = _with_constants(fh.read(), path, consts)
+        if source is None:
+            with open(path, encoding="utf-8") as fh:
+                source = fh.read()
+        code = _with_constants(source, path, consts)
         exec(code, module.__dict__)
     except SyntaxError as exc:
         raise BadSubmission(f"{path}, line {exc.lineno}: syntax error: {exc.msg}") from None
@@ -129,10 +132,10 @@ def _kernel_error(exc: BaseException) -> str:
     return f"the kernel failed: {kind}{_first_line(exc)}"
 
 
-def sim_trial(puzzle, path: str, job: dict) -> dict:
+def sim_trial(puzzle, path: str, job: dict, source: str | None = None) -> dict:
     from . import sim
     consts = job["consts"]
-    module = load(puzzle, path, consts)
+    module = load(puzzle, path, consts, source)
     inputs = {k: decode(v) for k, v in job["inputs"].items()}
     outs = {k: fill(v) for k, v in job["outs"].items()}
     copies = {k: v.copy() for k, v in inputs.items() if isinstance(v, np.ndarray)}
@@ -187,14 +190,14 @@ def run_sim(job: dict) -> dict:
     install()
     out = {"trials": []}
     try:
-        module = load(puzzle, path, job["trials"][0]["consts"])
+        module = load(puzzle, path, job["trials"][0]["consts"], job.get("source"))
     except BadSubmission as exc:
         return {"import_error": str(exc)}
     if job.get("probe"):
         out["probe"] = probe(module, job["probe"])
     for trial in job["trials"]:
         try:
-            result = sim_trial(puzzle, path, trial)
+            result = sim_trial(puzzle, path, trial, job.get("source"))
         except BadSubmission as exc:
             return {"import_error": str(exc)}
         out["trials"].append(result)

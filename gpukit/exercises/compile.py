@@ -42,7 +42,8 @@ def _types(puzzle, consts: dict) -> tuple:
     return tuple(sig)
 
 
-def compile_ptx(num: int, path: str, consts: dict | None = None) -> dict:
+def compile_ptx(num: int, path: str, consts: dict | None = None,
+                source: str | None = None) -> dict:
     """``{"ok": True, "ptx_lines": N}``, ``{"ok": False, "message": ...}``, or
     ``{"skipped": why}`` where this machine has no NVVM. ``consts``: the module constants
     (the full-size ones by default)."""
@@ -63,7 +64,7 @@ def compile_ptx(num: int, path: str, consts: dict | None = None) -> dict:
         return {"skipped": f"no NVVM on this machine: {str(exc).splitlines()[0][:200]}"}
     _compile_for(CC)
     try:
-        module = load(puzzle, path, consts)
+        module = load(puzzle, path, consts, source)
     except BadSubmission as exc:
         return {"ok": False, "message": str(exc)}
     kernel = getattr(module, puzzle.kernel)
@@ -86,7 +87,7 @@ def compile_job(job: dict) -> dict:
         if consts in done:
             continue
         done.append(consts)
-        last = compile_ptx(job["num"], job["path"], consts)
+        last = compile_ptx(job["num"], job["path"], consts, job.get("source"))
         if not last.get("ok"):
             return last
     return last

@@ -52,7 +52,7 @@ def run_job(job: dict, state: dict) -> dict:
     from .puzzles import find
     puzzle = find(job["num"])
     consts = job["consts"]
-    module = load(puzzle, job["path"], consts)
+    module = load(puzzle, job["path"], consts, job.get("source"))
     p = dict(job["p"])
     if puzzle.gpu is not None:
         props = device.gpu_properties() or {}
@@ -91,15 +91,16 @@ def plan_full(puzzle, seed: int) -> tuple[dict, dict, int]:
     return consts, p, int(rng.integers(2**31))
 
 
-def full_size(child, puzzle, path: str, seed: int, repeat: int) -> dict:
-    """One puzzle at full size through ``child``; the comparison is made here."""
+def full_size(child, puzzle, path: str, seed: int, repeat: int, source: str | None = None) -> dict:
+    """One puzzle at full size through ``child``; the comparison is made here. ``source``:
+    the text the checker judged (the file is read again when it is not given)."""
     from .grader import first_wrong, tolerance
     consts, p, input_seed = plan_full(puzzle, seed)
     with tempfile.TemporaryDirectory(prefix="gpukit-full-") as outdir:
         os.chmod(outdir, 0o700)
         answer = child.ask({"num": puzzle.num, "path": os.path.abspath(path), "consts": consts,
                             "p": p, "input_seed": input_seed, "outdir": outdir,
-                            "repeat": repeat}, timeout=600)
+                            "repeat": repeat, "source": source}, timeout=600)
         if "lost" in answer or "error" in answer:
             return {"ok": False, "message": answer.get("lost") or answer["error"],
                     "sizes": _sizes(p)}
@@ -160,11 +161,11 @@ def run_many(items: list, repeat: int, quiet: bool = False) -> dict:
                 puzzle = find(num)
                 t0 = time.perf_counter()
                 try:
-                    _, refused = read_submission(puzzle, path)
+                    source, refused = read_submission(puzzle, path)
                 except LookupError as exc:
-                    refused = str(exc)
+                    source, refused = None, str(exc)
                 row = ({"ok": False, "message": refused} if refused
-                       else full_size(child, puzzle, path, seed, repeat))
+                       else full_size(child, puzzle, path, seed, repeat, source))
                 row.update(puzzle=num, process_s=time.perf_counter() - t0)
                 rows.append(row)
                 if not quiet:

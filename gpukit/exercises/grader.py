@@ -145,9 +145,10 @@ GPU_ENV = {"NUMBA_ENABLE_CUDASIM": "0"}
 
 # ---------------------------------------------------------------- reading the file
 
-def read_submission(puzzle, path: str) -> tuple[str | None, str | None]:
-    """(None, None) when the file may run; (None, why it fails) when the rules refuse it.
-    Raises :class:`LookupError` with a one-line message when it cannot be checked at all."""
+def read_submission(puzzle, path: str) -> tuple[str, str | None]:
+    """(its text, None) when the file may run; (its text, why it fails) when the rules refuse
+    it. The children run this text, not the file again. Raises :class:`LookupError` with a
+    one-line message when it cannot be checked at all."""
     if not os.path.isfile(path):
         raise LookupError(f"{path}: no such file")
     try:
@@ -171,7 +172,7 @@ def read_submission(puzzle, path: str) -> tuple[str | None, str | None]:
         else:
             text = f"{path}: {text}"
         raise LookupError(text) from None
-    return None, (f"not allowed in a submission: {why}" if why else None)
+    return source, (f"not allowed in a submission: {why}" if why else None)
 
 
 # ---------------------------------------------------------------- the trials
@@ -254,7 +255,7 @@ def _threads(grid, block) -> int:
             * math.prod(block if isinstance(block, (tuple, list)) else (block,)))
 
 
-def _sim_job(puzzle, path: str, trials: list) -> dict:
+def _sim_job(puzzle, path: str, trials: list, source: str | None = None) -> dict:
     jobs = []
     for tr in trials:
         p = tr["p"]
@@ -267,7 +268,7 @@ def _sim_job(puzzle, path: str, trials: list) -> dict:
         if tr["launch"] is not None:
             job["grid"], job["block"] = tr["launch"]
         jobs.append(job)
-    job = {"num": puzzle.num, "path": path, "trials": jobs}
+    job = {"num": puzzle.num, "path": path, "trials": jobs, "source": source}
     if puzzle.probe:
         job["probe"] = puzzle.probe
     return job
@@ -390,17 +391,17 @@ def check_sim(num: int, path: str, seed: int, children: Children | None = None) 
     path = os.path.abspath(path)
     out = {"puzzle": puzzle.num, "seed": seed, "file": path, "trials": []}
     try:
-        _, refused = read_submission(puzzle, path)
+        source, refused = read_submission(puzzle, path)
     except LookupError as exc:
         return {BAD: str(exc)}
     if refused:
         return _fail(out, refused, t0)
     sim, ptx = children.get()
     trials = plan(puzzle, seed)
-    ptx.send({"num": puzzle.num, "path": path,
+    ptx.send({"num": puzzle.num, "path": path, "source": source,
               "consts": [{k: v[1] for k, v in puzzle.consts.items()}]
               + [tr["consts"] for tr in trials]})
-    answer = sim.ask(_sim_job(puzzle, path, trials), timeout=120)
+    answer = sim.ask(_sim_job(puzzle, path, trials, source), timeout=120)
     compiled = ptx.receive(timeout=120)
     if "import_error" in answer:
         return {BAD: answer["import_error"]}
