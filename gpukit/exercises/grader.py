@@ -280,7 +280,7 @@ def _judge(puzzle, tr: dict, answer: dict) -> dict:
     if answer.get("error"):
         return {"ok": False, "message": answer["error"]}
     if "grid" in answer:
-        tr["launch"] = (answer["grid"], answer["block"])
+        tr["launch"] = (int(answer["grid"]), int(answer["block"]))
     grid, block = tr["launch"]
     p["threads_total"] = _threads(grid, block)
     if p["threads_total"] > MAX_SIM_THREADS:
@@ -414,14 +414,21 @@ def check_sim(num: int, path: str, seed: int, children: Children | None = None) 
     if "lost" in answer or "error" in answer:
         return _fail(out, answer.get("lost") or answer["error"], t0)
     if puzzle.extra_rule:
-        message = puzzle.extra_rule(answer.get("probe"))
+        try:
+            message = puzzle.extra_rule(answer.get("probe"))
+        except (TypeError, ValueError) as exc:
+            message = f"the submission's process sent a malformed answer ({type(exc).__name__})"
         if message:
             return _fail(out, message, t0)
     answers = answer.get("trials") or []
     for k, tr in enumerate(trials):
         if k >= len(answers) or not isinstance(answers[k], dict):
             return _fail(out, f"trial {k + 1}: the submission's process sent no result", t0)
-        result = _judge(puzzle, tr, answers[k])
+        try:
+            result = _judge(puzzle, tr, answers[k])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            result = {"ok": False, "message": "the submission's process sent a malformed "
+                                              f"answer ({type(exc).__name__})"}
         out["trials"].append(result)
         if not result["ok"]:
             return _fail(out, f"trial {k + 1}: {result['message']}", t0)
