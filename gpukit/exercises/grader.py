@@ -45,8 +45,8 @@ MAX_SIM_THREADS = 4096
 EPS32 = float(np.finfo(np.float32).eps)
 #: the smallest normal float32: differences below it count as equal
 TINY32 = float(np.finfo(np.float32).tiny)
-#: the most ulps any tolerance allows: a sum's worst case of one ulp per term grows without
-#: bound at full size, while its error stays far below this
+#: the most ulps any tolerance allows (about 1e-3 relative): a sum's bound of one ulp per
+#: term grows with its length, and at full size it would allow answers far off
 MAX_ULPS = 2**13
 TRIALS = 2
 ROOT = Path(__file__).resolve().parents[2]
