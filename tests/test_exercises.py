@@ -20,14 +20,16 @@ def _check(items):
 @pytest.mark.parametrize("nums", [range(1, 11), range(11, 21)], ids=["1-10", "11-20"])
 def test_reference_solutions_pass_at_their_minimum(nums):
     items = [[n, str(puzzles.solution(puzzles.find(n))), SEED + n] for n in nums]
-    for n, r in zip(nums, _check(items)):
+    results = _check(items)
+    assert sum(r["seconds"] for r in results) < 30     # the first one starts the child processes
+    for n, r in zip(nums, results):
         assert r["ok"], (n, r)
         assert r["at_minimum"], (n, r)
         for t in r["trials"]:
             assert t["score"] == t["minimum"], (n, t)   # the stated minimum is what the reference does
         sizes = [t["sizes"] for t in r["trials"]]
         assert sizes[0] != sizes[1], n                   # two different sizes
-        assert r["seconds"] < 4, (n, r["seconds"])
+        assert n == nums[0] or r["seconds"] < 4, (n, r["seconds"])
 
 
 def test_every_starter_fails():
