@@ -187,6 +187,7 @@ def run_sim(job: dict) -> dict:
     puzzle = find(job["num"])
     path = job["path"]
     SOURCE["path"] = path
+    SOURCE["track_shared"] = bool(puzzle.banks)
     install()
     out = {"trials": []}
     try:

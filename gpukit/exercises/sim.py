@@ -39,8 +39,9 @@ import numpy as np
 
 #: the sentinel that poisons integer shared arrays and outputs
 INT_POISON = -123456789
-#: the file whose frames make a barrier's code path (the submission)
-SOURCE = {"path": None}
+#: the file whose frames make a barrier's code path (the submission), and whether shared
+#: arrays record their access patterns (only the bank check reads them)
+SOURCE = {"path": None, "track_shared": True}
 
 
 class KernelFault(Exception):
@@ -415,7 +416,7 @@ def _patch_module(stats_of) -> None:
                 raw = np.array(original_array(self, shape, dtype, alignment), copy=True)
                 raw.fill(np.nan if raw.dtype.kind == "f" else INT_POISON)
                 arr = found[key] = Counted(raw, f"shared@{line}", stats_of(), shared=True,
-                                           track=True)
+                                           track=SOURCE["track_shared"])
         return arr
 
     FakeCUDAShared.array = shared_array
@@ -481,6 +482,46 @@ def _patch_module(stats_of) -> None:
     original_swapped = kernelapi.swapped_cuda_module
     kernelapi.swapped_cuda_module = swapped
     simkernel.swapped_cuda_module = swapped
+    simkernel.BlockManager.run = _run_block
+
+
+def _run_block(self, grid_point, *args):
+    """One block of the simulator: its threads run until every live one waits at a barrier
+    (then all go on) or has ended; the first exception stops the block. The loop gives up
+    the interpreter between looks, so the block's threads, not the loop, get the time."""
+    import time
+
+    from numba.cuda.simulator.kernel import BlockThread
+
+    def body():
+        self._f(*args)
+
+    threads = [BlockThread(body, self, grid_point, point, self._debug)
+               for point in np.ndindex(*self._block_dim)]
+    for t in threads:
+        t.start()
+    live = list(threads)
+    pause = 0.0
+    while live:
+        failed = next((t for t in threads if t.exception), None)
+        if failed is not None:
+            for t in threads:
+                t.abort = True
+                t.syncthreads_blocked = False
+                t.syncthreads_event.set()
+            raise failed.exception[0].with_traceback(failed.exception[1])
+        live = [t for t in live if t.is_alive()]
+        if live and all(t.syncthreads_blocked for t in live):
+            for t in live:
+                t.syncthreads_blocked = False
+                t.syncthreads_event.set()
+            pause = 0.0
+        else:
+            time.sleep(pause)
+            pause = min(0.002, pause + 0.0001)
+    failed = next((t for t in threads if t.exception), None)
+    if failed is not None:
+        raise failed.exception[0].with_traceback(failed.exception[1])
 
 
 _current: list[Stats] = []
