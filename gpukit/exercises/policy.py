@@ -9,6 +9,7 @@ with :mod:`ast` (which runs nothing) and refuses, with the line and the reason:
   ``open``, ``globals``...);
 * assignments to attributes, ``global`` and ``nonlocal`` (state kept outside a kernel),
   classes;
+* in a function that is not a kernel (it runs on the host): any module but ``math``;
 * at the top level, anything but the docstring, imports, constants, functions and an
   ``if __name__ == "__main__":`` block (which is dropped: the checker never runs it).
 """
@@ -131,6 +132,22 @@ def _check_modules(tree) -> None:
             where = up
 
 
+def _check_host_functions(tree) -> None:
+    """A function that is not a kernel runs on the host, in the checker's child: it may use
+    ``math`` and plain Python, nothing that could compute the answer with NumPy."""
+    modules = _modules(tree)
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or any(
+                "jit" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and modules.get(sub.id, "math") != "math":
+                _refuse(sub, f"`{node.name}` runs on the host: it may use `math` but not "
+                             f"`{sub.id}`")
+            if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                _refuse(sub, f"`{node.name}` runs on the host: it may not import")
+
+
 def _check_node(node) -> None:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         _check_import(node)
@@ -185,6 +202,7 @@ def check(tree: ast.Module, kernel: str) -> str | None:
                 _check_node(sub)
             _check_top(node)
         _check_modules(ast.Module(body=body, type_ignores=[]))
+        _check_host_functions(ast.Module(body=body, type_ignores=[]))
     except Refused as exc:
         return str(exc)
     for node in body:
