@@ -196,6 +196,12 @@ def check(tree: ast.Module, kernel: str) -> str | None:
     """None when ``tree`` may be run as a submission whose kernel is ``kernel``; else why not.
     :class:`LookupError` when it defines no such kernel."""
     body = [n for n in tree.body if not is_main_block(n)]
+    found = [n for n in body if isinstance(n, ast.FunctionDef) and n.name == kernel]
+    if not found:
+        raise LookupError(f"defines no `{kernel}`")
+    if not any("jit" in ast.unparse(d) for d in found[-1].decorator_list):
+        raise LookupError(f"`{kernel}` is not a @cuda.jit kernel (a host function "
+                          "cannot be checked: the puzzle is to write the kernel)")
     try:
         for node in body:
             for sub in ast.walk(node):
@@ -205,10 +211,4 @@ def check(tree: ast.Module, kernel: str) -> str | None:
         _check_host_functions(ast.Module(body=body, type_ignores=[]))
     except Refused as exc:
         return str(exc)
-    for node in body:
-        if isinstance(node, ast.FunctionDef) and node.name == kernel:
-            if not any("jit" in ast.unparse(d) for d in node.decorator_list):
-                raise LookupError(f"`{kernel}` is not a @cuda.jit kernel (a host function "
-                                  "cannot be checked: the puzzle is to write the kernel)")
-            return None
-    raise LookupError(f"defines no `{kernel}`")
+    return None
