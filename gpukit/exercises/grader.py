@@ -391,6 +391,7 @@ def check_sim(num: int, path: str, seed: int, children: Children | None = None) 
     from .puzzles import find
     puzzle = find(num)
     t0 = time.perf_counter()
+    sim, ptx = children.get()         # they start up while the file is read and judged
     path = os.path.abspath(path)
     out = {"puzzle": puzzle.num, "seed": seed, "file": path, "trials": []}
     try:
@@ -399,7 +400,6 @@ def check_sim(num: int, path: str, seed: int, children: Children | None = None) 
         return {BAD: str(exc)}
     if refused:
         return _fail(out, refused, t0)
-    sim, ptx = children.get()
     trials = plan(puzzle, seed)
     ptx.send({"num": puzzle.num, "path": path, "source": source,
               "consts": [{k: v[1] for k, v in puzzle.consts.items()}]
