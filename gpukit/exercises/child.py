@@ -129,7 +129,10 @@ def _first_line(exc: BaseException) -> str:
 def _kernel_error(exc: BaseException) -> str:
     from .sim import KernelFault
     kind = "" if isinstance(exc, KernelFault) else f"{type(exc).__name__}: "
-    return f"the kernel failed: {kind}{_first_line(exc)}"
+    text = _first_line(exc)
+    if text.startswith("tid=") and ": " in text:      # the simulator's thread prefix
+        text = text.split(": ", 1)[1]
+    return f"the kernel failed: {kind}{text}"
 
 
 def sim_trial(puzzle, path: str, job: dict, source: str | None = None) -> dict:
