@@ -213,7 +213,9 @@ class Counted:
         for i, n in zip(idx, self._a.shape):
             if not 0 <= i < n:
                 shape = "x".join(map(str, self._a.shape))
-                raise KernelFault(f"{self.name}{list(idx)} is outside the array ({shape}): "
+                t = _thread()
+                raise KernelFault(f"thread {list(t.threadIdx)} of block {list(t.blockIdx)}: "
+                                  f"{self.name}{list(idx)} is outside the array ({shape}): "
                                   "a thread needs a guard")
         return idx, int(np.ravel_multi_index(idx, self._a.shape))
 
