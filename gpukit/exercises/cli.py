@@ -47,18 +47,21 @@ def _puzzle(token):
 def _list(args) -> int:
     from . import state
     from .puzzles import PUZZLES
-    done = state.load()["puzzles"]
+    data = state.load()
+    done = data["puzzles"]
     print(f"{'':2} {'#':>2}  {'puzzle':<28} {'teaches':<38} status")
     for p in PUZZLES:
         e = done.get(str(p.num), {})
-        mark = "★" if e.get("at_minimum") else ("✓" if e.get("passed") else " ")
-        status = ("passed, score at the minimum" if e.get("at_minimum") else "passed" if e.get("passed")
+        solved = e.get("passed") is True
+        mark = "★" if solved and e.get("at_minimum") else ("✓" if solved else " ")
+        status = ("passed, score at the minimum" if solved and e.get("at_minimum")
+                  else "passed" if solved else "passed on the simulator" if e.get("simulator")
                   else "tried" if e else "")
-        if e.get("percent_of_roof") is not None:
+        if solved and e.get("percent_of_roof") is not None:
             status += f", {e['percent_of_roof']:.0f} % of roof"
         print(f"{mark:2} {p.num:>2}  {p.title:<28} {p.teaches:<38} {status}")
-    solved = sum(1 for e in done.values() if e.get("passed"))
-    print(f"\n{solved} of {len(PUZZLES)} solved. `gpukit exercises show 1` to begin.")
+    count = state.solved(data, [p.num for p in PUZZLES])
+    print(f"\n{count} of {len(PUZZLES)} solved. `gpukit exercises show 1` to begin.")
     return 0
 
 
@@ -109,6 +112,7 @@ def _bar(percent: float) -> str:
 
 
 def _check(args) -> int:
+    from .. import device
     from . import grader, state
     from .spec import SCORES
     p = _puzzle(args.N)
@@ -116,37 +120,50 @@ def _check(args) -> int:
     if not os.path.isfile(path):
         hint = "" if args.FILE else f" (copy the starter with `gpukit exercises start {p.num}`)"
         raise UserError(f"{path}: no such file{hint}")
+    before = state.load()
     seed = args.seed if args.seed is not None else grader.new_seed()
-    print(f"puzzle {p.num} ({p.title}), {path}, seed {seed} (repeat with --seed {seed})")
+    print(f"puzzle {p.num} ({p.title}), {path}, seed {seed} (repeat with --seed {seed})",
+          flush=True)
     result = grader.run_check(p.num, path, seed)
     if grader.BAD in result:
         raise UserError(result[grader.BAD])
     if not result["ok"]:
         print(f"FAIL: {result['message']}")
-        state.record(p.num, result)
+        state.record(p.num, result, solved_now=False, base=before)
         return 1
     for i, t in enumerate(result["trials"], 1):
         sizes = ", ".join(f"{k}={v}" for k, v in t["sizes"].items() if k != "threads_total")
         parts = [f"{SCORES[k]} {t['score'][k]} (minimum {t['minimum'][k]})" for k in SCORES]
         print(f"  trial {i} ({sizes}): " + "; ".join(parts))
-    print("PASS" + (", and the score is at the minimum" if result["at_minimum"]
-                    else ": correct, but some thread makes more accesses than it needs"))
-    from .. import device
-    if not args.no_gpu and device.has_gpu():
+    if result.get("ptx", "").startswith("skipped"):
+        print(f"  (the GPU compile step was {result['ptx']})")
+    if result.get("below"):
+        verdict = (": correct, with fewer " + " and ".join(result["below"])
+                   + " than the reference solution")
+    elif result["at_minimum"]:
+        verdict = ", and the score is at the minimum"
+    else:
+        verdict = ": correct, but some thread makes more accesses than it needs"
+    print("PASS" + verdict)
+    gpu_here = device.has_gpu()
+    if gpu_here and not args.no_gpu:
         result["gpu"] = _full_size(p, path, seed)
-    state.record(p.num, result)
+    solved = result.get("gpu", {}).get("ok", not gpu_here)
+    if args.seed is not None:
+        solved = False
+        print("  (a check with --seed repeats known inputs: run it without --seed to mark the "
+              "puzzle solved)")
+    elif gpu_here and args.no_gpu:
+        print("  (checked with --no-gpu on a machine with a GPU: the full-size run decides "
+              "whether it is solved)")
+    state.record(p.num, result, solved_now=solved, base=before)
     return 0 if result.get("gpu", {}).get("ok", True) else 1
 
 
 def _full_size(p, path: str, seed: int) -> dict:
-    from .. import proc
+    from . import gpu
     print("on the GPU, at full size (first call compiles) ...", flush=True)
-    env = {"NUMBA_ENABLE_CUDASIM": "0"}
-    out = proc.run_fresh("gpukit.exercises.gpu:run_many", [[p.num, os.path.abspath(path), seed]], 20,
-                         env=env, timeout=600)
-    if "rows" not in out:
-        print(f"FAIL on the GPU: {out.get('error')}")
-        return {"ok": False}
+    out = gpu.run_many([[p.num, os.path.abspath(path), seed]], 20, quiet=True)
     row = out["rows"][0]
     if not row["ok"]:
         print(f"FAIL on the GPU: {row['message']}")

@@ -1,16 +1,20 @@
 """A puzzle at full size on a real GPU: verify it, time it, and put it against its roof.
 
-Runs in a process without the simulator. The first call (which compiles) is timed apart;
-outputs start as NaN (or 0 where the puzzle adds with atomics) and are checked after that first
-call, against NumPy in float64; then :func:`gpukit.bench.bench` times the steady state with CUDA
-events. The roof is the device copy bandwidth measured in the same process
-(:func:`gpukit.bench.copy_ceiling`) for memory-bound puzzles and the FP32 peak of the machine
-record (:func:`gpukit.device.fp32_peak`) for the compute-bound one. Puzzles 1 to 5 run one block
-by their rules: timed, with no roof.
+The checker's process plans the run (sizes, a seed for the inputs) and keeps the answer; a
+child process (:mod:`gpukit.exercises.child`, mode ``gpu``) makes the inputs from that seed,
+runs the kernel, writes its outputs to files the checker reads back, and times it. The first
+call (which compiles) is timed apart; outputs start as NaN (or 0 where the puzzle adds with
+atomics) and are compared after that first call, against NumPy in float64; then
+:func:`gpukit.bench.bench` times the steady state with CUDA events. The roof is the device copy
+bandwidth measured in the same child (:func:`gpukit.bench.copy_ceiling`) for memory-bound
+puzzles and the FP32 peak of the machine record (:func:`gpukit.device.fp32_peak`) for the
+compute-bound one. Puzzles 1 to 5 run one block by their rules: timed, with no roof.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -33,29 +37,29 @@ def roofs() -> dict:
     return out
 
 
-def run_full(num: int, path: str, seed: int, repeat: int, roof: dict) -> dict:
+# ---------------------------------------------------------------- in the child
+
+def run_job(job: dict, state: dict) -> dict:
+    """One full-size run in the child: outputs to ``job["outdir"]``, timings back."""
+    if "roof" not in state:
+        state["roof"] = roofs()
+    roof = state["roof"]
+    if job.get("roofs"):
+        return roof
     from numba import cuda
 
-    from .grader import BadSubmission, first_wrong, load
+    from .child import fill, load
     from .puzzles import find
-    puzzle = find(num)
-    consts = {k: v[1] for k, v in puzzle.consts.items()}
-    try:
-        module = load(puzzle, path, consts)
-    except BadSubmission as exc:
-        return {"ok": False, "message": str(exc)}
-    rng = np.random.default_rng(seed)
-    p = {k.lower(): v for k, v in consts.items()}
-    p.update(puzzle.sizes(rng, consts, True))
-    if puzzle.num == 19:
+    puzzle = find(job["num"])
+    consts = job["consts"]
+    module = load(puzzle, job["path"], consts, job.get("source"))
+    p = dict(job["p"])
+    if puzzle.gpu is not None:
         props = device.gpu_properties() or {}
         p["gpu"] = (device.sm_count(), props.get("max_threads_per_multiprocessor", 2048),
                     props.get("max_threads_per_block", 1024))
-    inputs = puzzle.make(rng, p)
-    outs = {}
-    for name, (shape, dtype, init) in puzzle.outs(p).items():
-        fill = (np.nan if np.dtype(dtype).kind == "f" else -123456789) if init is None else init
-        outs[name] = cuda.to_device(np.full(shape, fill, dtype=dtype))
+    inputs = puzzle.make(np.random.default_rng(job["input_seed"]), p)
+    outs = {k: cuda.to_device(fill(v)) for k, v in puzzle.outs(p).items()}
     dev = {k: cuda.to_device(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
     grid, block = puzzle.launch(p, consts, module)
     kernel = getattr(module, puzzle.kernel)
@@ -69,22 +73,67 @@ def run_full(num: int, path: str, seed: int, repeat: int, roof: dict) -> dict:
     once()
     cuda.synchronize()
     first = time.perf_counter() - t0
-    want = puzzle.ref(inputs, p)
-    for name, expected in want.items():
-        wrong = first_wrong(name, outs[name].copy_to_host(), expected, puzzle.full_rtol or puzzle.rtol)
-        if wrong:
-            return {"ok": False, "message": f"full size: {wrong}", "sizes": _sizes(p)}
-    t = bench.bench(once, timer="numba", name=puzzle.slug, warmup=3, repeat=repeat)
-    row = {"ok": True, "sizes": _sizes(p), "grid": grid, "block": block, "roof": puzzle.roof,
-           **t.to_dict(), "first_call_s": first}
+    for name, arr in outs.items():
+        np.save(os.path.join(job["outdir"], f"{name}.npy"), arr.copy_to_host(),
+                allow_pickle=False)
+    t = bench.bench(once, timer="numba", name=puzzle.slug, warmup=3, repeat=job["repeat"])
+    return {"roof": roof, "grid": grid, "block": block, "gpu": p.get("gpu"),
+            **t.to_dict(), "first_call_s": first}
+
+
+# ---------------------------------------------------------------- in the checker
+
+def plan_full(puzzle, seed: int) -> tuple[dict, dict, int]:
+    rng = np.random.default_rng(seed)
+    consts = {k: v[1] for k, v in puzzle.consts.items()}
+    p = {k.lower(): v for k, v in consts.items()}
+    p.update(puzzle.sizes(rng, consts, True))
+    return consts, p, int(rng.integers(2**31))
+
+
+def full_size(child, puzzle, path: str, seed: int, repeat: int, source: str | None = None) -> dict:
+    """One puzzle at full size through ``child``; the comparison is made here. ``source``:
+    the text the checker judged (the file is read again when it is not given)."""
+    from .grader import first_wrong, tolerance
+    consts, p, input_seed = plan_full(puzzle, seed)
+    with tempfile.TemporaryDirectory(prefix="gpukit-full-") as outdir:
+        os.chmod(outdir, 0o700)
+        answer = child.ask({"num": puzzle.num, "path": os.path.abspath(path), "consts": consts,
+                            "p": p, "input_seed": input_seed, "outdir": outdir,
+                            "repeat": repeat, "source": source}, timeout=600)
+        if "lost" in answer or "error" in answer:
+            return {"ok": False, "message": answer.get("lost") or answer["error"],
+                    "sizes": _sizes(p)}
+        inputs = puzzle.make(np.random.default_rng(input_seed), p)
+        want = puzzle.ref(inputs, p)
+        tol = tolerance(puzzle, inputs, p, want)
+        specs = puzzle.outs(p)
+        for name, expected in want.items():
+            try:
+                got = np.load(os.path.join(outdir, f"{name}.npy"), allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                return {"ok": False, "message": f"full size: no output `{name}` ({exc})",
+                        "sizes": _sizes(p)}
+            if got.dtype != np.dtype(specs[name][1]) or got.shape != tuple(specs[name][0]):
+                return {"ok": False, "message": f"full size: `{name}` came back as "
+                                                f"{got.dtype} {got.shape}", "sizes": _sizes(p)}
+            wrong = first_wrong(name, got, expected, tol[name])
+            if wrong:
+                return {"ok": False, "message": f"full size: {wrong}", "sizes": _sizes(p)}
+            del got
+    roof = answer.get("roof") or {}
+    row = {"ok": True, "sizes": _sizes(p), "grid": answer.get("grid"),
+           "block": answer.get("block"), "roof": puzzle.roof}
+    row.update({k: v for k, v in answer.items() if k not in ("roof", "grid", "block", "gpu")})
+    median = float(row.get("median_s") or 0) or float("nan")
     work = puzzle.work(p)
     if puzzle.roof == "copy":
-        row["gbs"] = work / t.median_s / 1e9
+        row["gbs"] = work / median / 1e9
         if roof.get("copy_gbs"):
             row["roof_value"] = roof["copy_gbs"]
             row["percent_of_roof"] = 100 * row["gbs"] / roof["copy_gbs"]
     elif puzzle.roof == "fp32":
-        row["tflops"] = work / t.median_s / 1e12
+        row["tflops"] = work / median / 1e12
         if roof.get("fp32_tflops"):
             row["roof_value"] = roof["fp32_tflops"]
             row["percent_of_roof"] = 100 * row["tflops"] / roof["fp32_tflops"]
@@ -100,19 +149,34 @@ def run_full_size(items: list, repeat: int = 20) -> dict:
     return run_many(items, repeat)
 
 
-def run_many(items: list, repeat: int) -> dict:
-    """Every ``[num, path, seed]`` at full size in this one process, after measuring the roofs."""
-    roof = roofs()
-    rows = []
-    for num, path, seed in items:
-        t0 = time.perf_counter()
+def run_many(items: list, repeat: int, quiet: bool = False) -> dict:
+    """Every ``[num, path, seed]`` at full size, one child process for all of them."""
+    from .grader import GPU_ENV, Child, read_submission
+    from .puzzles import find
+    rows, roof = [], {}
+    with tempfile.TemporaryDirectory(prefix="gpukit-gpu-") as work:
+        child = Child("gpu", GPU_ENV, work)
         try:
-            row = run_full(num, path, seed, repeat, roof)
-        except Exception as exc:  # noqa: BLE001 - one puzzle's failure must not hide the others
-            row = {"ok": False, "message": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
-        row.update(puzzle=num, process_s=time.perf_counter() - t0)
-        rows.append(row)
-        print(f"  puzzle {num:2d}: " + (f"median {row['median_s'] * 1e3:.3f} ms, "
-              f"{row.get('percent_of_roof', float('nan')):.1f} % of roof" if row["ok"] else row["message"]),
-              flush=True)
-    return {"roofs": roof, "rows": rows}
+            for num, path, seed in items:
+                puzzle = find(num)
+                t0 = time.perf_counter()
+                try:
+                    source, refused = read_submission(puzzle, path)
+                except LookupError as exc:
+                    source, refused = None, str(exc)
+                row = ({"ok": False, "message": refused} if refused
+                       else full_size(child, puzzle, path, seed, repeat, source))
+                row.update(puzzle=num, process_s=time.perf_counter() - t0)
+                rows.append(row)
+                if not quiet:
+                    print(f"  puzzle {num:2d}: " + (
+                        f"median {row['median_s'] * 1e3:.3f} ms, "
+                        f"{row.get('percent_of_roof', float('nan')):.1f} % of roof" if row["ok"]
+                        else row["message"]), flush=True)
+                if child.proc.poll() is not None:
+                    child.close()
+                    child = Child("gpu", GPU_ENV, work)
+            roof = child.ask({"roofs": True}, timeout=120) if rows else {}
+        finally:
+            child.close()
+    return {"roofs": roof if "lost" not in roof else {}, "rows": rows}

@@ -43,7 +43,8 @@ class Puzzle:
     launch: Callable
     #: (p, consts) -> {"gr", "gw", "sh"}: the reference solution's score
     minimum: Callable
-    #: module constants the checker sets: name -> (simulator value, full-size value)
+    #: module constants the checker sets: name -> (simulator choices, full-size value); each
+    #: trial takes a different choice
     consts: dict = field(default_factory=dict)
     #: (p, consts) -> hard limits a solution may not pass (rules, not scores)
     caps: Callable = lambda p, c: {}
@@ -53,13 +54,27 @@ class Puzzle:
     coalesced: tuple[str, ...] = ()
     #: the number of shared-memory banks the bank check models (a constant's name), or None
     banks: str | None = None
-    rtol: float = 1e-5
-    full_rtol: float | None = None
+    #: the tolerance in float32 ulps of ``scale`` (a number, or (p) -> number)
+    ulps: float | Callable = 2
+    #: (inputs, p) -> {output: array} the size the rounding error scales with (|answer| if None)
+    scale: Callable | None = None
+    #: (p, consts) -> the fewest accesses a correct kernel's busiest thread can make; fewer
+    #: is suspect ({"gr": 1, "gw": 1} if None)
+    floor: Callable | None = None
+    #: arrays where threadIdx.x must pick the column (the index rule)
+    x_picks: tuple[str, ...] = ()
+    #: the virtual GPU (SMs, threads per SM, threads per block) of a launch the kernel's
+    #: module computes, or None
+    gpu: tuple | None = None
+    #: (rng, p) -> (grid, block) the checker imposes in the second trial, or None
+    fixed_grid: Callable | None = None
+    #: the calls of the module's launch() the checker makes: [n, sms, per_sm, per_block]
+    probe: list | None = None
     #: "copy" (memory-bound), "fp32" (compute-bound) or None (one block: no roof)
     roof: str | None = "copy"
     #: (p) -> bytes moved (roof "copy") or FLOPs (roof "fp32") at the ideal
     work: Callable = lambda p: 0
-    #: extra rule: (module, consts) -> error message or None
+    #: extra rule: (answers to ``probe``) -> error message or None
     extra_rule: Callable | None = None
     #: one line for the page's table: what the puzzle teaches
     teaches: str = ""

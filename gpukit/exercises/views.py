@@ -25,8 +25,8 @@ def _score(s: dict | None) -> str:
 ROOF_NAME = {"copy": "copy", "fp32": "FP32 peak"}
 #: below this percentage of its roof a reference is listed as far from it
 FAR_PERCENT = 25.0
-#: size keys that are launch shapes, not sizes
-_LAUNCH_KEYS = ("tpb", "tile", "threads", "bins", "bx", "by")
+#: size keys that are launch shapes or input ranges, not sizes
+_LAUNCH_KEYS = ("tpb", "tile", "threads", "bins", "bx", "by", "span", "offset")
 
 
 def _pct(r: dict) -> str:

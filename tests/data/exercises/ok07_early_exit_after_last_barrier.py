@@ -1,0 +1,29 @@
+# puzzle: 11
+# expect: pass
+# legit: every thread but one returns after the last barrier
+import numba
+from numba import cuda
+
+TPB = 8
+
+
+@cuda.jit
+def total_sum(out, a):
+    s = cuda.shared.array(TPB, numba.float32)
+    i = cuda.grid(1)
+    l = cuda.threadIdx.x
+    v = numba.float32(0)
+    if i < a.shape[0]:
+        v = a[i]
+    s[l] = v
+    cuda.syncthreads()
+    stride = TPB // 2
+    while stride > 0:
+        if l < stride:
+            v += s[l + stride]
+            s[l] = v
+        cuda.syncthreads()
+        stride //= 2
+    if l != 0:
+        return
+    cuda.atomic.add(out, 0, v)
