@@ -160,3 +160,16 @@ def test_the_wheel_installs_from_the_served_site_into_a_fresh_environment(site_d
         assert done.returncode == 0 and "doctor" in done.stdout, done.stderr[-2000:]
     finally:
         server.shutdown()
+
+
+def test_example_pages_show_their_output_first_and_no_runner_noise(built):
+    executed = {name: html for name, html in built.items() if name.startswith("executed/")}
+    assert executed
+    for name, html in executed.items():
+        body = html[html.index('class="jupyter-wrapper"'):]
+        assert "application/vnd.jupyter.stderr\"" not in body, name     # warnings are not output
+        for path in ("/opt/", "/root/", "/home/", "site-packages/"):    # no path of the machine that ran it
+            assert path not in body, (name, path)
+        out = body.find("What this run printed")
+        code = body.find('class="jp-Cell jp-CodeCell')
+        assert 0 < out < code, name                                     # the output comes before the code

@@ -389,8 +389,35 @@ def on_page_content(html, page, config, files):
         from gpukit.results import PROJECT
         path = Path(page.file.abs_src_path).resolve()
         source = path.relative_to(PROJECT).as_posix() if path.is_relative_to(PROJECT) else "the notebook"
+        html = STDERR.sub("", html)
         html = OUTPUT.sub(lambda m: m.group(1) + trim_log(m.group(2), source) + m.group(3), html)
+        html = output_first(html)
     return SPHINX_ROLE.sub("", html)
+
+
+# What a run wrote to its standard error (the runner's warnings, with the paths of the machine
+# that ran it): not the example's output, so not shown.
+STDERR = re.compile(r'<div class="jp-OutputArea-child">\s*<div class="jp-OutputPrompt[^"]*">\s*</div>\s*'
+                    r'<div class="jp-RenderedText jp-OutputArea-output" data-mime-type="application/vnd\.'
+                    r'jupyter\.stderr"[^>]*>\s*<pre>.*?</pre>\s*</div>\s*</div>', re.S)
+STAMP_END = re.compile(r'(<div class="admonition info gpukit-stamp">.*?</div>)', re.S)
+
+
+def output_first(html: str) -> str:
+    """An executed page shows what its run printed (the last printed output) right under the
+    stamp that says where it ran, and the code after it; the output's place at the end of the
+    code says where it went."""
+    outputs = list(OUTPUT.finditer(html))
+    stamp = STAMP_END.search(html)
+    if not outputs or not stamp:
+        return html
+    last = outputs[-1]
+    box = ('<div class="admonition example gpukit-output"><p class="admonition-title">What this run '
+           f'printed</p><pre>{last.group(2)}</pre></div>')
+    moved = '<p class="gpukit-trimmed">(printed at the top of this page)</p>'
+    opening = re.sub(r"\s*<pre>$", "", last.group(1))
+    html = html[:last.start()] + opening + moved + html[last.end():]
+    return html[:stamp.end()] + box + html[stamp.end():]
 
 
 def on_files(files, config):
