@@ -38,6 +38,9 @@ ONE, HALF, THREE, FOUR5, ONE5, NINE = f32(1), f32(0.5), f32(3), f32(4.5), f32(1.
 WS = f32(1 / 9)
 WD = f32(round(2**27 / 36) / 2**27)
 W0 = f32(1 - 4 * float(WS) - 4 * float(WD))
+#: what the plain float32 roundings of 4/9, 1/9 and 1/36 sum to beyond 1 (2**-27): with those
+#: weights each step would add omega times this to the mass
+ROUNDED_WEIGHTS_EXCESS = float(f32(4 / 9)) + 4 * float(f32(1 / 9)) + 4 * float(f32(1 / 36)) - 1
 #: how far the float32 weights' exact sum is from 1 (0: the check below keeps it so)
 WEIGHT_SUM_ERROR = float(W0) + 4 * float(WS) + 4 * float(WD) - 1
 #: the nine lattice velocities (cx, cy) and their weights, in the order of f's first axis
