@@ -104,10 +104,15 @@ def cpu_simd() -> dict:
 def _ptx(fn, sig: str, fastmath: bool = False) -> str | None:
     """The PTX numba-cuda emits for ``fn`` on sm_90; None where this machine has no NVVM (or
     runs the simulator, which compiles nothing). Any other compile error is raised."""
+    from gpukit import device
+    if device.simulator_enabled():
+        return None
     try:
         from numba import cuda
         compile_ptx = cuda.compile_ptx
     except (ImportError, AttributeError):
+        return None
+    if compile_ptx is None:
         return None
     try:
         ptx, _ = compile_ptx(fn, sig, cc=(9, 0), fastmath=fastmath)
@@ -128,7 +133,7 @@ def ptx_facts() -> dict:
         ptx = _ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
                    "float32[:,::1], float32[:,::1], float32", fastmath)
         if ptx is None:
-            return {"skipped": "no NVVM on this machine"}
+            return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
         count = {name: len(re.findall(pat, ptx)) for name, pat in (
             ("rsqrt.approx", r"\brsqrt\.approx"), ("sqrt.approx", r"\bsqrt\.approx"), ("sqrt.rn", r"\bsqrt\.rn"),
             ("rcp.rn", r"\brcp\.rn"), ("div.approx", r"\bdiv\.approx"), ("div.rn", r"\bdiv\.rn"),
@@ -149,7 +154,7 @@ def heat_ptx() -> dict:
     for dtype in ("float32", "float64"):
         ptx = _ptx(heat.heat_kernel.py_func, f"{dtype}[:,::1], {dtype}[:,::1], {dtype}")
         if ptx is None:
-            return {"skipped": "no NVVM on this machine"}
+            return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
         stores = len(re.findall(r"^\s*st\.global\.f(?:32|64)\s", ptx, re.M))
         kinds: dict[str, int] = {}
         for op, _ in PTX_ARITH.findall(ptx):
