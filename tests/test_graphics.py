@@ -101,6 +101,31 @@ def test_no_hits_gives_the_sky_gradient():
     assert np.all(np.diff(got[:, :, 0].mean(axis=1)) > 0)    # whiter towards the horizon (down)
 
 
+def furnace_scene(radius: float, albedo: float = 0.5):
+    """One diffuse sphere resting on y = 0 under the sky, whose blue channel is 1 everywhere:
+    a path that leaves the convex sphere never meets it again, so blue is the albedo exactly."""
+    return gscene._scene([((0.0, -radius, 0.0), radius, gscene.DIFFUSE, (albedo,) * 3, 0.0)])
+
+
+def furnace_blues(radius: float, backend: str, width=320, height=180, seed=5):
+    """Blue of one sample per pixel (so each pixel is one path) of :func:`furnace_scene`."""
+    img = render(furnace_scene(radius), width, height, spp=1, seed=seed, max_depth=4,
+                 backend=backend, linear=True)
+    return img[..., 2]
+
+
+@pytest.mark.parametrize("backend", ["numba-cpu", "numba-cpu-bvh"])
+@pytest.mark.parametrize("radius", [1.0, 1000.0])
+def test_white_furnace_a_diffuse_sphere_returns_its_albedo(radius, backend):
+    # about 3 in 10,000 paths leaving the radius-1000 sphere met it again when its distances
+    # were left to float32 rounding; here some 30,000 paths start on the sphere
+    blue = furnace_blues(radius, backend)
+    sphere = blue < 1
+    assert 0.05 < sphere.mean() < 0.95, sphere.mean()         # the sphere and the sky both in view
+    # one bounce to the sky gives blue = 0.5 exactly; a second hit would give 0.25
+    assert set(np.unique(blue).tolist()) == {0.5, 1.0}, np.unique(blue)
+
+
 def test_energy_is_bounded_by_the_sky():
     linear = render(final_scene(3), 32, 18, spp=4, seed=2, backend="numba-cpu", linear=True)
     assert np.isfinite(linear).all() and linear.min() >= 0
@@ -355,3 +380,10 @@ def test_gpu_matches_cpu_and_repeats(shape):
 def test_gpu_sky_is_exact():
     got = render(empty_scene(), 7, 4, spp=2, seed=8, backend="numba-cuda", linear=True)
     np.testing.assert_allclose(got, _sky_reference(7, 4, 2, 8), rtol=0, atol=SKY_ATOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["numba-cuda", "numba-cuda-bvh"])
+def test_gpu_white_furnace_on_the_ground_sphere(backend):
+    blue = furnace_blues(1000.0, backend)
+    assert set(np.unique(blue).tolist()) == {0.5, 1.0}, np.unique(blue)

@@ -67,15 +67,17 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:nearest]
     @jit
-    def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The closest sphere hit by the ray o + t d (d of length 1), brute force over all
-        (``nodes``, the BVH, is not used)."""
+        (``nodes``, the BVH, is not used). ``last``: the sphere the ray starts on (-1: none)."""
         best, hit = INF, -1
         for i in range(i32(sx.shape[0])):
             cx, cy, cz = sx[i] - ox, sy[i] - oy, sz[i] - oz
             b = cx * dx + cy * dy + cz * dz          # 17 FLOPs a test: 3 subtractions,
             c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]   # 2 dot products (5 each), r*r
             disc = b * b - c                         # and its subtraction, the discriminant (2)
+            if i == last:                            # o lies on this sphere: c is exactly 0,
+                disc = b * b                         # whatever float32 rounding made of it
             if disc > ZERO:
                 root = math.sqrt(disc)
                 t = b - root
@@ -88,7 +90,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:leak]
     @jit
-    def nearest_leaky(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest_leaky(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The same test as the textbook writes it: a t^2 + b t + c = 0. Two Python float
         literals (4.0 and 2.0) make disc, t and best float64, without a warning."""
         best, hit = INF, -1
@@ -98,6 +100,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
             b = TWO * (cx * dx + cy * dy + cz * dz)
             c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]
             disc = b * b - 4.0 * a * c
+            if i == last:
+                disc = b * b
             if disc > 0:
                 t = (-b - math.sqrt(disc)) / (2.0 * a)
                 if t < TMIN:
@@ -109,7 +113,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:bvh]
     @jit
-    def nearest_bvh(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest_bvh(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The same answer as ``nearest``, visiting only the boxes the ray enters. Nodes are in
         depth-first order; a node's column 8 is where to go next when the ray misses its box
         or after its spheres are tested (a "skip" pointer), so the walk needs no stack."""
@@ -132,6 +136,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
                     b = cx * dx + cy * dy + cz * dz
                     c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]
                     disc = b * b - c
+                    if i == last:
+                        disc = b * b
                     if disc > ZERO:
                         root = math.sqrt(disc)
                         t = b - root
@@ -175,7 +181,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
     def first_material(px, py, seed, width, height, cam, sx, sy, sz, sr, mat, nodes):
         """What the first sample of a pixel sees first: a material code, or 3 for the sky."""
         ox, oy, oz, dx, dy, dz, state = camera_ray(px, py, 0, seed, width, height, cam)
-        t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes)
+        t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, -1)
         return 3 if i < 0 else mat[i]
 
     # --8<-- [start:path]
@@ -186,9 +192,11 @@ def build(jit, leak: bool = False, bvh: bool = False):
         ox, oy, oz, dx, dy, dz, state = camera_ray(px, py, s, seed, width, height, cam)
         tr, tg, tb = ONE, ONE, ONE                       # what the path still lets through
         segments = 0
+        last = -1                                        # the sphere the ray starts on
         for _ in range(max_depth):                       # bounces as a loop, no recursion
-            t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes)
+            t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last)
             segments += 1
+            last = i
             if i < 0:                                    # the sky: a white-to-blue gradient
                 w = HALF * (dy + ONE)
                 return (tr * (ONE - w + w * SKY_R), tg * (ONE - w + w * SKY_G), tb, segments)
