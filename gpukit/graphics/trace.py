@@ -261,21 +261,39 @@ def build(jit, leak: bool = False, bvh: bool = False):
 # ---------------------------------------------------------------------- the CPU backends
 
 def make_cpu_render(shade, parallel: bool):
-    """A CPU renderer around ``shade``: rows spread over all cores (``parallel``) or one."""
+    """A CPU renderer around ``shade``: rows dealt over all cores (``parallel``) or one."""
     loop = numba.prange if parallel else range
 
     # --8<-- [start:cpu]
     @numba.njit(parallel=parallel)
     def render_cpu(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
         height, width = out.shape[0], out.shape[1]
-        for py in loop(height):                      # prange: rows spread over all cores
-            for px in range(width):
-                r, g, b, n = shade(px, py, spp, seed, width, height, cam, sx, sy, sz, sr, mat,
-                                   ar, ag, ab, fz, nodes, max_depth)
-                out[py, px, 0], out[py, px, 1], out[py, px, 2] = r, g, b
-                segs[py, px] = n
+        # prange gives each thread one run of consecutive iterations; rows of sky and rows of
+        # spheres differ in work, so deal the rows out like cards: thread k takes rows k,
+        # k + n, k + 2n, ...
+        n = min(numba.get_num_threads(), height) if parallel else 1
+        for k in loop(n):
+            for py in range(k, height, n):
+                for px in range(width):
+                    r, g, b, m = shade(px, py, spp, seed, width, height, cam, sx, sy, sz, sr,
+                                       mat, ar, ag, ab, fz, nodes, max_depth)
+                    out[py, px, 0], out[py, px, 1], out[py, px, 2] = r, g, b
+                    segs[py, px] = m
     # --8<-- [end:cpu]
     return render_cpu
+
+
+def work_balance(segs: np.ndarray, threads: int) -> dict:
+    """How evenly ``threads`` threads share an image's work, taking a pixel's work to be its ray
+    segments: the most any thread gets over the mean, with rows dealt like cards (as
+    ``render_cpu`` does) and in equal runs of consecutive rows (prange's own split). Its
+    inverse caps the parallel efficiency."""
+    rows = segs.sum(axis=1).astype(np.float64)
+    n = max(1, min(threads, rows.size))
+    dealt = np.array([rows[k::n].sum() for k in range(n)])
+    runs = np.array([part.sum() for part in np.array_split(rows, n)])
+    return {"threads": n, "dealt_max_over_mean": float(dealt.max() / dealt.mean()),
+            "runs_max_over_mean": float(runs.max() / runs.mean())}
 
 
 shade_cpu, nearest_cpu, pcg_cpu, _ = build(numba.njit)
