@@ -42,9 +42,9 @@ def card(data: dict) -> str:
         f"{fmt_num(tree['segments_per_s'] / 1e9, 2)} G ray segments per second "
         f"({_met(tree['median_s'] <= GOALS['frame_s'] and tree['segments_per_s'] >= GOALS['segments_per_s'])} "
         f"the 40 ms and 2 G targets); testing every sphere takes {fmt_time(plain['median_s'])}{shared}.",
-        f"Per ray segment, with the same hit test on both sides, the GPU is "
-        f"{fmt_ratio(p['vs_all_cores'], 0)} numba on all {p['cores']} CPU cores testing every sphere and "
-        (f"{fmt_ratio(p['bvh_vs_all_cores_bvh'], 0)} with a BVH ({cpu_note(p)}). " + realtime).strip(),
+        (f"Per ray segment, with the same hit test on both sides, the GPU is "
+         f"{fmt_ratio(p['vs_all_cores'], 0)} numba on all {p['cores']} CPU cores testing every sphere and "
+         f"{fmt_ratio(p['bvh_vs_all_cores_bvh'], 0)} with a BVH ({cpu_note(p)}). " + realtime).strip(),
         f"Two Python literals (`2.0 *`, `4.0 *`) in the hit test put "
         f"{p['ptx_f64']['leaky']['outside_sincos']} float64 instructions in the kernel's PTX (the float32 "
         f"kernel has {p['ptx_f64']['plain']['outside_sincos']}, not counting libdevice's sin/cos) and make "

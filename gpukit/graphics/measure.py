@@ -109,7 +109,8 @@ def ptx_f64(kernel) -> dict | None:
     return {"all": len(lines), "outside_sincos": sum(1 for ln in lines if not LIBDEVICE_F64.search(ln))}
 
 
-def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, timer: str) -> dict:
+def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, timer: str,
+                 repeat: int = 5) -> dict:
     """1-sample-per-pixel and more: frame time and noise against a high-spp reference."""
     from .renderer import render, tonemap
     w, h = size
@@ -119,11 +120,11 @@ def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, tim
         if backend == "numba-cuda":
             from .gpu import DeviceScene
             dev = DeviceScene(scene, w, h)
-            t = bench.bench(lambda: dev.launch(spp, DEPTH, SEED), timer=timer, warmup=1, repeat=5)
+            t = bench.bench(lambda: dev.launch(spp, DEPTH, SEED), timer=timer, warmup=1, repeat=repeat)
             img = tonemap(dev.out.copy_to_host())
         else:
             t = bench.bench(lambda: render(scene, w, h, spp=spp, max_depth=DEPTH, seed=SEED, backend=backend),
-                            timer="cpu", warmup=0, repeat=2)
+                            timer="cpu", warmup=0, repeat=min(2, repeat))
             img = render(scene, w, h, spp=spp, max_depth=DEPTH, seed=SEED, backend=backend)
         rmse = float(np.sqrt(np.mean((img - ref) ** 2)))
         rows.append({"spp": spp, "median_s": t.median_s, "first_call_s": t.first_call_s, "rmse": rmse})
@@ -214,16 +215,17 @@ def cpu_sizes_for(n: int | None) -> dict:
 def run(n: int | None, repeat: int) -> dict:
     """All measurements for the chapter; GPU parts only where a GPU is present."""
     gpu = device.has_gpu() and not device.simulator_enabled()
-    return measure_all(GPU_SIZES if gpu else cpu_sizes_for(n), repeat, gpu=gpu)
+    return measure_all(GPU_SIZES if gpu else cpu_sizes_for(n), max(3, min(repeat, 5)), gpu=gpu)
 
 
 def measure_all(sizes: dict, repeat: int, *, gpu: bool) -> dict:
-    """Every part at the given sizes (``gpu``: also the GPU parts, on the simulator in tests)."""
+    """Every part at the given sizes (``gpu``: also the GPU parts, on the simulator in tests),
+    each timed ``repeat`` times after its first call."""
     from . import raster
-    from .trace import work_balance
     from .scene import final_scene
+    from .trace import work_balance
     scene = final_scene(SEED - 1)
-    repeat = max(3, min(repeat, 5))
+    repeat = max(1, repeat)
     cpu_sizes = sizes["cpu"]
     rows, images = _cpu_rows(scene, cpu_sizes, repeat)
     by = {r["name"]: r for r in rows}
@@ -248,9 +250,9 @@ def measure_all(sizes: dict, repeat: int, *, gpu: bool) -> dict:
         g["bvh_vs_all_cores_bvh"] = gby["bvh"]["segments_per_s"] / by["numba-cpu-bvh"]["segments_per_s"]
         part["rows"] = rows + g.pop("rows")
         part.update(g)
-        part["progressive"] = _progressive(scene, "numba-cuda", size, spps, ref_spp, "numba")
+        part["progressive"] = _progressive(scene, "numba-cuda", size, spps, ref_spp, "numba", repeat)
     else:
-        part["progressive"] = _progressive(scene, "numba-cpu", size, spps, ref_spp, "cpu")
+        part["progressive"] = _progressive(scene, "numba-cpu", size, spps, ref_spp, "cpu", repeat)
     # the GPU's OpenGL driver; without a GPU a software rasterizer (Mesa's llvmpipe) where installed
     part["raster"] = raster.measure(scene, **sizes["raster"])
     return {"gpu" if gpu else "cpu": part}
