@@ -69,15 +69,15 @@ def build(jit, leak: bool = False, bvh: bool = False):
     @jit
     def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The closest sphere hit by the ray o + t d (d of length 1), brute force over all
-        (``nodes``, the BVH, is not used). ``last``: the sphere the ray starts on (-1: none)."""
+        (``nodes``, the BVH, is not used); ``last``: the sphere o lies on, or -1."""
         best, hit = INF, -1
         for i in range(i32(sx.shape[0])):
             cx, cy, cz = sx[i] - ox, sy[i] - oy, sz[i] - oz
             b = cx * dx + cy * dy + cz * dz          # 17 FLOPs a test: 3 subtractions,
             c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]   # 2 dot products (5 each), r*r
             disc = b * b - c                         # and its subtraction, the discriminant (2)
-            if i == last:                            # o lies on this sphere: c is exactly 0,
-                disc = b * b                         # whatever float32 rounding made of it
+            if i == last:                            # o is on it: c is 0 exactly
+                disc = b * b
             if disc > ZERO:
                 root = math.sqrt(disc)
                 t = b - root
@@ -261,22 +261,20 @@ def build(jit, leak: bool = False, bvh: bool = False):
 # ---------------------------------------------------------------------- the CPU backends
 
 def make_cpu_render(shade, parallel: bool):
-    """A CPU renderer around ``shade``: rows dealt over all cores (``parallel``) or one."""
+    """A CPU renderer around ``shade``: rows dealt over all cores (``parallel``), or one."""
     loop = numba.prange if parallel else range
 
     # --8<-- [start:cpu]
     @numba.njit(parallel=parallel)
     def render_cpu(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
         height, width = out.shape[0], out.shape[1]
-        # prange gives each thread one run of consecutive iterations; rows of sky and rows of
-        # spheres differ in work, so deal the rows out like cards: thread k takes rows k,
-        # k + n, k + 2n, ...
+        # rows differ in work: deal them out like cards, thread k takes k, k + n, ...
         n = min(numba.get_num_threads(), height) if parallel else 1
         for k in loop(n):
             for py in range(k, height, n):
                 for px in range(width):
-                    r, g, b, m = shade(px, py, spp, seed, width, height, cam, sx, sy, sz, sr,
-                                       mat, ar, ag, ab, fz, nodes, max_depth)
+                    r, g, b, m = shade(px, py, spp, seed, width, height, cam, sx, sy,
+                                       sz, sr, mat, ar, ag, ab, fz, nodes, max_depth)
                     out[py, px, 0], out[py, px, 1], out[py, px, 2] = r, g, b
                     segs[py, px] = m
     # --8<-- [end:cpu]

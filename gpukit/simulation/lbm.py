@@ -51,10 +51,10 @@ OPPOSITE = (0, 3, 4, 1, 2, 7, 8, 5, 6)
 
 # --8<-- [start:collide]
 def _collide(g0, g1, g2, g3, g4, g5, g6, g7, g8, omega, fx):
-    """BGK collision of one cell's nine streamed populations, each stored as its departure
-    from rest, g_i = f_i - w_i, with Guo's body force fx along x:
-    g_i += omega (g_i^eq - g_i) + w_i (1 - omega/2) [3 (cx_i - ux) + 9 (c_i . u) cx_i] fx,
-    where g_i^eq = w_i (drho + rho (3 c_i.u + 4.5 (c_i.u)^2 - 1.5 u.u)), drho = rho - 1."""
+    """BGK collision of one cell's nine streamed populations, each stored as its
+    departure from rest, g_i = f_i - w_i, with Guo's body force fx along x:
+    g_i += omega (g_i^eq - g_i) + w_i (1 - omega/2) [3 (cx_i - ux) + 9 (c_i.u) cx_i] fx,
+    g_i^eq = w_i (drho + rho (3 c_i.u + 4.5 (c_i.u)^2 - 1.5 u.u)), drho = rho - 1."""
     drho = ((g0 + g1) + (g2 + g3)) + ((g4 + g5) + (g6 + g7)) + g8
     rho = ONE + drho
     inv = ONE / rho
@@ -104,9 +104,9 @@ def make_cell(collide):
             return                                       # inside an obstacle: nothing to do
         if inlet != 0 and x == 0:                        # the inflow column: equilibrium at u_in
             u2 = ONE5 * u_in * u_in
-            ahead = THREE * u_in + FOUR5 * u_in * u_in - u2   # c.u = u_in
-            back = -THREE * u_in + FOUR5 * u_in * u_in - u2   # c.u = -u_in
-            dst[0, y, x] = -W0 * u2                      # g = f^eq - w at density 1
+            ahead = THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = u_in
+            back = -THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = -u_in
+            dst[0, y, x] = -W0 * u2                 # g = f^eq - w at density 1
             dst[1, y, x] = WS * ahead
             dst[3, y, x] = WS * back
             dst[2, y, x] = -WS * u2
