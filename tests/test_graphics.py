@@ -10,7 +10,7 @@ from PIL import Image
 from gpukit import pages
 from gpukit.graphics import empty_scene, final_scene, render
 from gpukit.graphics import scene as gscene
-from tests.helpers import assert_one_line_error, cpu_results_file, run_cli
+from tests.helpers import assert_one_line_error, run_cli
 
 #: linear radiance per channel: how far two backends' pixels may be apart (float rounding, FMA)
 ATOL = 1e-3
@@ -182,9 +182,11 @@ def test_sphere_mesh_is_closed_and_on_the_unit_sphere():
 
 # ------------------------------------------------------------------ the simulator
 
-def _simulated(width, height, spp, tmp):
-    """In a fresh process on numba's CUDA simulator: the GPU kernels against the CPU, and the
-    whole measurement with its GPU parts at a tiny size, saved under ``tmp`` as if by the H200."""
+def _simulated(width, height, spp, tmp, cpu_tmp):
+    """In a fresh process on numba's CUDA simulator: the GPU kernels against the CPU, the
+    whole measurement with its GPU parts at a tiny size, saved under ``tmp`` as if by the H200,
+    and the measurement of a machine without a GPU, saved under ``cpu_tmp`` (one process, so
+    that the CPU tracers compile once for both)."""
     from gpukit import device, results
     from gpukit.graphics import gpu, measure
     from gpukit.graphics.bvh import build_bvh
@@ -218,14 +220,23 @@ def _simulated(width, height, spp, tmp):
     out["furnace"] = part["furnace"]
     out["cpu_balance"] = part["cpu_balance"]
     out["raster_status"] = part["raster"]["status"]
+    from tests.helpers import _run_and_save
+    out["cpu_record"] = _run_and_save("gpukit.graphics.measure:run", [32, 2], "graphics", cpu_tmp)
     return out
 
 
-def test_simulator_kernels_match_the_cpu_and_every_view_renders(tmp_path):
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
     from gpukit import proc
-    got = proc.run_fresh("tests.test_graphics:_simulated", 12, 5, 1, str(tmp_path), timeout=600,
-                         env={**proc.NO_GPU, "GPUKIT_RESULTS_DIR": str(tmp_path)})
+    gpu_root, cpu_root = tmp_path_factory.mktemp("gpu"), tmp_path_factory.mktemp("cpu")
+    got = proc.run_fresh("tests.test_graphics:_simulated", 12, 5, 1, str(gpu_root), str(cpu_root),
+                         timeout=600, env={**proc.NO_GPU, "GPUKIT_RESULTS_DIR": str(gpu_root)})
     assert "error" not in got, got
+    return got, gpu_root, cpu_root
+
+
+def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
+    got, tmp_path, _ = simulated
     for variant in ("plain", "shared", "leaky", "bvh", "sorted"):
         assert got[variant] <= ATOL, (variant, got[variant])
     assert got["same_twice"]
@@ -344,8 +355,8 @@ def test_cli_bad_output_and_missing_gpu(tmp_path):
 
 # ------------------------------------------------------------------ the chapter's views
 
-def test_benchmark_and_views_on_cpu(tmp_path):
-    data = cpu_results_file("gpukit.graphics.measure:run", [32, 2], "graphics", tmp_path)
+def test_benchmark_and_views_on_cpu(simulated):
+    data, tmp_path = simulated[0]["cpu_record"], simulated[2]
     part = data["cpu"]
     assert [r["name"] for r in part["rows"]] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh"]
     assert all(r["segments"] >= r["width"] * r["height"] * r["spp"] for r in part["rows"])
@@ -353,9 +364,14 @@ def test_benchmark_and_views_on_cpu(tmp_path):
     rmse = [r["rmse"] for r in part["progressive"]["rows"]]
     assert rmse[-1] < rmse[0] / 2                     # more samples, less noise
     assert part["raster"]["status"] == "ok" or part["raster"]["status"].startswith("not run: ")
-    for view in ("hero", "speed", "cpu", "bvh", "leak", "progressive", "raster"):
-        assert pages.render("graphics", view, root=tmp_path)
-    assert "| CPU, all cores |" in pages.render("graphics", "speed", root=tmp_path)
+    assert [f["backend"] for f in part["furnace"]] == ["numba-cpu"] and part["furnace"][0]["paths_off"] == 0
+    b = part["cpu_balance"]
+    assert b["threads"] == part["cores"] and 1 <= b["dealt_max_over_mean"] and 1 <= b["runs_max_over_mean"]
+    expect = {"hero": "data:image/jpeg", "speed": "| CPU, all cores |", "cpu": "parallel efficiency",
+              "bvh": "bit for bit", "leak": "LLVM IR", "progressive": "<svg",
+              "raster": "| OpenGL" if part["raster"]["status"] == "ok" else "not run: "}
+    for view, needle in expect.items():
+        assert needle in pages.render("graphics", view, root=tmp_path), view
     for view in ("ratio", "agreement", "variants", "shared", "divergence", "targets", "card"):
         with pytest.raises(pages.MissingResults):
             pages.render("graphics", view, root=tmp_path)          # GPU-only parts
