@@ -1,7 +1,8 @@
 """What ``gpukit bench graphics`` records: the path tracer on all CPU cores and on the GPU.
 
-Every part is verified before it is timed: the GPU image is compared pixel by pixel with the CPU
-image of the same scene, size, samples and seed. Rates are ray segments per second (one segment
+Every part is verified before it is timed: the GPU image is checked against the CPU image of the
+same scene, size, samples and seed by the chapter's one criterion (``renderer.images_agree``), and
+a white-furnace scene must return its albedo on every path. Rates are ray segments per second (one segment
 is one ray tested against the scene: a camera ray or a bounce) and samples per second; the
 brute-force kernels test every sphere on every segment, so ray-sphere tests per second are
 segments per second times the number of spheres, 17 FLOPs each (see ``trace.nearest``).
