@@ -188,16 +188,10 @@ def _simulated(width, height, spp, tmp, cpu_tmp):
     and the measurement of a machine without a GPU, saved under ``cpu_tmp`` (one process, so
     that the CPU tracers compile once for both)."""
     from gpukit import device, results
-    from gpukit.graphics import gpu, measure
-    from gpukit.graphics.bvh import build_bvh
+    from gpukit.graphics import measure
     from gpukit.graphics.renderer import render as rnd
     scene = final_scene(0)
-    cpu = rnd(scene, width, height, spp=spp, seed=9, backend="numba-cpu", linear=True)
     out = {}
-    for variant in ("plain", "shared", "leaky", "bvh", "sorted"):
-        dev = gpu.DeviceScene(build_bvh(scene) if variant == "bvh" else scene, width, height)
-        dev.launch(spp, 8, 9, variant)
-        out[variant] = float(np.abs(dev.out.copy_to_host() - cpu).max())
     again = rnd(scene, width, height, spp=spp, seed=9, backend="numba-cuda", linear=True)
     out["same_twice"] = bool(np.array_equal(again, rnd(scene, width, height, spp=spp, seed=9,
                                                         backend="numba-cuda", linear=True)))
@@ -237,13 +231,14 @@ def simulated(tmp_path_factory):
 
 def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
     got, tmp_path, _ = simulated
-    for variant in ("plain", "shared", "leaky", "bvh", "sorted"):
-        assert got[variant] <= ATOL, (variant, got[variant])
     assert got["same_twice"]
     np.testing.assert_allclose(np.array(got["sky"]), _sky_reference(5, 3, 1, 4), rtol=0, atol=SKY_ATOL)
     assert got["part_rows"] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "leaky", "shared",
                                 "bvh", "sorted", "1 spp", "1 spp, BVH", "all diffuse"]
-    assert got["agreement"]["max_abs"] <= ATOL and max(got["max_abs_vs_plain"].values()) <= 0.01
+    # every kernel against the plain one, the plain one against the CPU (the same image)
+    vs_plain = got["max_abs_vs_plain"]
+    assert sorted(vs_plain) == ["bvh", "leaky", "plain", "shared", "sorted"]
+    assert got["agreement"]["max_abs"] <= ATOL and max(vs_plain.values()) <= ATOL, (got["agreement"], vs_plain)
     assert got["agreement"]["ok"] and got["agreement"]["max_share"] == 0.03
     assert [f["backend"] for f in got["furnace"]] == ["numba-cpu", "numba-cuda"]
     assert all(f["paths_on_sphere"] > 50 and f["paths_off"] == 0 == f["sky_off"] for f in got["furnace"])
