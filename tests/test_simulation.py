@@ -425,9 +425,11 @@ def test_gpu_lbm_matches_cpu_and_conserves_mass():
     m0 = box.mass()
     box.step(10_000)
     m1 = box.mass()
-    box.step(10_000)                                  # with weights summing to 1 + 2**-27: 9e-5
+    box.step(10_000)
     m2 = box.mass()
-    assert abs(m1 / m0 - 1) < 2e-6 and abs(m2 / m1 - 1) < 2e-7, (m1 / m0 - 1, m2 / m1 - 1)
+    # weights summing to 1 + 2**-27 would change it by 9e-5 in each half; float32 rounding of the
+    # populations left about 1e-6 and 2e-7 on the CPU for this grid
+    assert abs(m1 / m0 - 1) < 1e-5 and abs(m2 / m1 - 1) < 1e-6, (m1 / m0 - 1, m2 / m1 - 1)
 
 
 @pytest.mark.gpu
