@@ -17,7 +17,6 @@ tables, number formats, inline SVG plots, the machine titles that the views shar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,24 +36,6 @@ class MissingResults(LookupError):
 class NotRecorded(LookupError):
     """This machine's results file does not hold the part a view needs (a CPU machine has no
     GPU rows, say): the view shows nothing for that machine."""
-
-
-@dataclass
-class Target:
-    """One target of the project: what was aimed at, the measured value and the verdict."""
-    name: str        # what is measured, e.g. "Triton tl.dot, bf16 8192^3"
-    goal: str        # the target as words, e.g. ">= 95 % of cuBLAS"
-    value: str       # the measured value as shown, e.g. "96.1 %"
-    met: bool | None # None: not judged (not recorded)
-
-TARGETS: dict[str, Callable[[dict], list[Target]]] = {}
-
-def targets(name: str):
-    """Register fn(data) -> list[Target] for results ``name`` (reference machine's file)."""
-    def deco(fn):
-        TARGETS[name] = fn
-        return fn
-    return deco
 
 
 class Record(dict):
