@@ -1,18 +1,17 @@
-"""The way in without a clone: install commands and "Open in Colab" notebooks.
+"""The way in from any copy of the site: install commands, downloadable notebooks, Colab.
 
-The site's install commands and its "Open in Colab" buttons need the address of the project's
-public repository. It comes from one setting, ``extra.repo_url`` in ``mkdocs.yml``; a build on
-GitHub Actions uses the repository it builds instead (``GITHUB_REPOSITORY``, which Actions sets).
-When neither is known (a build from a local clone), the pages show the install from a clone and no
-Colab button: they never show an address nobody gave them.
+The site serves gpukit's own wheel (``dist/`` of the built site, written by the build hook), so
+the install command a page shows is ``pip install "gpukit[torch] @ <this site>/dist/<wheel>"``:
+the page computes the address from where it is served (a local ``make docs``, GitHub Pages or
+any static host), and a build that knows its public address writes it in directly. Beside it, the
+install from a clone.
 
-A Colab notebook is made from an example, ``examples/<slug>.py``: a first cell that installs gpukit
-from the repository, a cell that picks the example's sizes from the memory of the GPU it finds,
-then the example's own cells, ending in a call of its ``main`` with those sizes. Colab opens a
-notebook from the repository on GitHub, not from the site, so the notebooks are committed under
-``docs/colab/``: ``python -m gpukit.colab`` writes them for the address in ``mkdocs.yml`` and
-``--check`` says whether the committed ones are current. They are built and checked for format
-here; no machine of the project can run them on Colab.
+Every example gets a notebook (``notebooks/<slug>.ipynb`` of the built site): a first cell that
+installs gpukit the same way, a cell that picks the example's sizes from the memory of the GPU it
+finds, then the example's own cells. A build that knows its GitHub repository (``GITHUB_REPOSITORY``
+on GitHub Actions, or ``extra.repo_url`` in ``mkdocs.yml``) publishes to the repository's Pages
+branch, and each example page gets an "Open in Colab" button for its notebook there. The notebooks
+are built and checked for format by the tests; no machine of the project can run them on Colab.
 """
 
 from __future__ import annotations
@@ -28,8 +27,11 @@ from .results import PROJECT
 
 GITHUB = "https://github.com"
 COLAB = "https://colab.research.google.com/github"
-BRANCH = "main"                        # the branch the Pages workflow publishes
-COLAB_DIR = PROJECT / "docs" / "colab"
+PAGES_BRANCH = "gh-pages"              # the branch the Pages workflow publishes the site to
+WHEEL_DIR, NOTEBOOK_DIR = "dist", "notebooks"   # folders of the built site
+#: what a page or a downloaded notebook shows where the wheel's address goes, until the page
+#: (docs/javascripts/gpukit.js) puts in the address it is served from
+WHEEL_PLACEHOLDER = "GPUKIT_WHEEL_URL"
 
 #: an example's size arguments: flag -> (its value in the reference GPU run, exponent). A GPU with
 #: a share s < 1 of the reference GPU's memory runs value * s**exponent, rounded down to a power
@@ -89,50 +91,58 @@ def configured(path: Path = PROJECT / "mkdocs.yml") -> str | None:
     return str(value) if value else None
 
 
-def pip_command(url: str, extras: str = "torch") -> str:
-    return f'pip install "gpukit[{extras}] @ git+{url}"'
+def pages_url(url: str | None) -> str | None:
+    """The GitHub Pages address of the repository ``url`` (None when unknown or not on github.com)."""
+    if not url or not url.startswith(GITHUB + "/"):
+        return None
+    owner, name = url[len(GITHUB) + 1:].split("/")
+    return f"https://{owner.lower()}.github.io/{name}/"
 
 
-def install_markdown(kind: str, url: str | None, colab_ready: bool = False) -> str:
-    """What ``<!-- install:KIND -->`` shows: ``pip`` (a console block), ``clone`` (one console
-    line) or ``colab`` (a sentence on the Colab buttons); the clone form when ``url`` is None."""
+def wheel_url(site_url: str, wheel: str) -> str:
+    """The address of the wheel a site at ``site_url`` serves."""
+    return f"{site_url.rstrip('/')}/{WHEEL_DIR}/{wheel}"
+
+
+def pip_command(wheel: str, extras: str = "torch") -> str:
+    """``pip install`` of gpukit from the wheel at address ``wheel``."""
+    return f'pip install "gpukit[{extras}] @ {wheel}"'
+
+
+def install_markdown(kind: str, url: str | None, wheel: str = WHEEL_PLACEHOLDER) -> str:
+    """What ``<!-- install:KIND -->`` shows: ``pip`` (two tabs: from this site's wheel, from a
+    clone), ``clone`` (a console line, empty without an address) or ``colab`` (a sentence on the
+    Colab buttons, empty without an address). ``wheel`` is the wheel's address, or
+    :data:`WHEEL_PLACEHOLDER`, which the page replaces with the address it is served from."""
     if kind == "pip":
-        if url:
-            return f"```console\n$ {pip_command(url)}\n$ gpukit doctor\n```\n"
-        return ("```console\n$ pip install -e '.[torch]'     # in your clone of the repository\n"
-                "$ gpukit doctor\n```\n\n"
-                "This copy of the site was built without the repository's address, so it shows the "
-                "install from a clone. On the published site this box holds a one-line `pip install` "
-                "straight from the repository, which needs no clone.\n")
+        clone = [f"$ git clone {url} && cd {url.rsplit('/', 1)[1]}"] if url else []
+        return "\n".join([
+            '=== "From this site"', "",
+            "    ```console", f"    $ {pip_command(wheel)}", "    $ gpukit doctor", "    ```", "",
+            "    The address is this site's own copy of gpukit's wheel; add `cuda` on an NVIDIA "
+            "GPU (`gpukit[cuda,torch]`).", "",
+            '=== "From a clone"', "",
+            "    ```console", *(f"    {line}" for line in clone),
+            "    $ pip install -e '.[torch]'", "    $ gpukit doctor", "    ```", ""])
     if kind == "clone":
-        if url:
-            return f"$ git clone {url} && cd {url.rsplit('/', 1)[1]}"
-        return "# in your clone of the repository (this site was built without its address):"
+        return f"$ git clone {url} && cd {url.rsplit('/', 1)[1]}" if url else ""
     if kind == "colab":
-        checked = ("The Colab notebooks are built and checked for format by the project's tests; "
-                   "no machine of the project can run them on Colab, so they have not been run there.")
-        if colab_ready:
-            return ("Each executed example page has an **Open in Colab** button: the notebook "
-                    "installs gpukit, sizes the example for the GPU it finds (the free one is "
-                    "usually a 16 GB T4) and runs it. " + checked)
-        return ("This build of the site has no **Open in Colab** buttons: they need the "
-                "repository's address and the Colab notebooks made for it, which it did not have. "
-                + checked)
+        if not url:
+            return ""
+        return ("Each example page also has an **Open in Colab** button: the notebook installs "
+                "gpukit, sizes the example for the GPU it finds (the free one is usually a 16 GB "
+                "T4) and runs it. The project's tests build these notebooks and check their "
+                "format; no machine of the project can run them on Colab, so they have not been "
+                "run there.")
     raise ValueError(f"unknown install marker {kind!r} (pip, clone or colab)")
 
 
-def colab_url(slug: str, url: str | None, folder: Path = COLAB_DIR) -> str | None:
-    """The "Open in Colab" link of an example, or None: the repository must be on github.com and
-    ``folder/<slug>.ipynb`` must exist, made for that repository."""
-    if not url or not url.startswith(GITHUB + "/"):
+def colab_url(slug: str, url: str | None) -> str | None:
+    """The "Open in Colab" link of an example's notebook on the repository's Pages branch, or
+    None when the repository is unknown or not on github.com."""
+    if not url or not url.startswith(GITHUB + "/") or slug not in slugs():
         return None
-    path = Path(folder) / f"{slug}.ipynb"
-    if not path.is_file():
-        return None
-    meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("gpukit", {})
-    if meta.get("repo_url") != url:
-        return None
-    return f"{COLAB}/{url[len(GITHUB) + 1:]}/blob/{BRANCH}/docs/colab/{slug}.ipynb"
+    return f"{COLAB}/{url[len(GITHUB) + 1:]}/blob/{PAGES_BRANCH}/{NOTEBOOK_DIR}/{slug}.ipynb"
 
 
 # ------------------------------------------------------------------------------ the notebooks
@@ -172,36 +182,41 @@ def _markdown(text: str) -> dict:
     return {"cell_type": "markdown", "metadata": {}, "source": _lines(text)}
 
 
-def build(slug: str, url: str) -> dict:
-    """The Colab notebook (nbformat 4) of ``examples/<slug>.py`` for the repository ``url``."""
+def build(slug: str, wheel: str = WHEEL_PLACEHOLDER, url: str | None = None) -> dict:
+    """The notebook (nbformat 4) of ``examples/<slug>.py``, whose first cell installs gpukit
+    from the wheel at address ``wheel``; ``url`` is the repository, linked when known."""
     from . import notebook
 
-    url = repository(url, environ={})
     script = PROJECT / "examples" / f"{slug}.py"
     text = script.read_text(encoding="utf-8")
     cells = notebook.parse(text)
     if not cells or cells[-1]["kind"] != "code" or not cells[-1]["source"].rstrip().endswith(SCRIPT_MAIN):
         raise ValueError(f"{script.name}: its last cell does not end in the usual call of main()")
     cells[-1] = {"kind": "code", "source": cells[-1]["source"].rstrip()[:-len(SCRIPT_MAIN)]}
-    gpu = reference_run(slug)["gpu"]
-    install = ("# Runtime > Change runtime type: a GPU (the free one is usually a T4). Then run the cells\n"
-               "# in order. This cell installs gpukit and its dependencies from the project's repository.\n"
-               f"!{pip_command(url)}")
-    sizes = ("# The example's sizes for this GPU: its run on the site used an "
-             f"{gpu['name']} with {gpu['memory_bytes'] / 2**30:.0f} GiB;\n"
-             "# a GPU with less memory gets the same share of its memory (a 16 GB T4: about a tenth).\n"
-             "import torch\n"
-             "from gpukit.colab import example_args\n\n"
-             'assert torch.cuda.is_available(), "no GPU: Runtime > Change runtime type > a GPU, then run again"\n'
-             "gpu = torch.cuda.get_device_properties(0)\n"
-             f'ARGS = example_args("{slug}", gpu.total_memory, reference_memory={gpu["memory_bytes"]})\n'
-             'print(f"{gpu.name}, {gpu.total_memory / 2**30:.1f} GiB: '
-             "running the example with {' '.join(ARGS) or 'its own sizes'}\")")
-    about = (f"This notebook is `examples/{slug}.py` of [gpukit]({url}), made by `gpukit.colab`: the "
-             "cell above installs gpukit, the next one picks sizes for the GPU Colab gave you, and "
-             "the rest is the example, which checks its own results and fails loudly on a wrong "
-             "one.\n\nThe project's tests build this notebook and check its format; no machine of "
-             "the project can run it on Colab, so a run here has not been checked by anyone yet.")
+    install = ("# On Colab: Runtime > Change runtime type > a GPU. Then run the cells in order.\n"
+               "# This cell installs gpukit from the site this notebook came from.\n"
+               f"%{pip_command(wheel)}")
+    try:
+        gpu = reference_run(slug)["gpu"]
+    except (OSError, KeyError, ValueError):
+        gpu = None
+    if gpu:
+        sizes = ("# The example's sizes for this GPU: its run on the site used an "
+                 f"{gpu['name']} with {gpu['memory_bytes'] / 2**30:.0f} GiB;\n"
+                 "# a GPU with less memory gets the same share of its memory.\n"
+                 "import torch\n"
+                 "from gpukit.colab import example_args\n\n"
+                 'assert torch.cuda.is_available(), "no GPU: Runtime > Change runtime type > a GPU"\n'
+                 "gpu = torch.cuda.get_device_properties(0)\n"
+                 f'ARGS = example_args("{slug}", gpu.total_memory, reference_memory={gpu["memory_bytes"]})\n'
+                 'print(f"{gpu.name}, {gpu.total_memory / 2**30:.1f} GiB: '
+                 "running the example with {' '.join(ARGS) or 'its own sizes'}\")")
+    else:
+        sizes = "ARGS = []   # the example's own sizes"
+    source = f"[gpukit]({url})" if url else "gpukit"
+    about = (f"This notebook is `examples/{slug}.py` of {source}: the cell above installs gpukit, "
+             "the next one picks sizes for the GPU you have, and the rest is the example, which "
+             "checks its own results and fails loudly on a wrong one.")
     body = []
     for cell in cells:
         if cell["kind"] == "markdown":
@@ -225,62 +240,19 @@ def build(slug: str, url: str) -> dict:
 
 
 def slugs() -> list[str]:
-    """The examples that have an executed page (a reference GPU run): each gets a notebook."""
-    from .results import results_dir
-    return sorted(p.stem for p in (results_dir() / "nvidia-h200" / "notebooks").glob("*.ipynb")
-                  if (PROJECT / "examples" / f"{p.stem}.py").is_file())
+    """Every example (``examples/<slug>.py`` ending in the usual call of ``main``): each gets a notebook."""
+    return sorted(p.stem for p in (PROJECT / "examples").glob("*.py")
+                  if p.read_text(encoding="utf-8").rstrip().endswith(SCRIPT_MAIN))
 
 
 def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
-def stale(url: str | None, folder: Path = COLAB_DIR) -> list[str]:
-    """Why the notebooks in ``folder`` are not what :func:`write_all` would write (empty: current)."""
-    folder = Path(folder)
-    stored = {p.stem: p for p in folder.glob("*.ipynb")}
-    if url is None:
-        return [f"{p.name}: mkdocs.yml sets no extra.repo_url" for p in stored.values()]
-    problems = [f"{name}.ipynb: no executed example of that name" for name in sorted(set(stored) - set(slugs()))]
-    for slug in slugs():
-        if slug not in stored:
-            problems.append(f"{slug}.ipynb: missing")
-        elif stored[slug].read_text(encoding="utf-8") != dumps(build(slug, url)):
-            problems.append(f"{slug}.ipynb: differs from examples/{slug}.py or from {url}")
-    return problems
-
-
-def write_all(url: str, folder: Path = COLAB_DIR) -> list[Path]:
-    """Write one notebook per executed example into ``folder``; remove any other notebook there."""
+def write_all(folder: Path, wheel: str = WHEEL_PLACEHOLDER, url: str | None = None) -> list[Path]:
+    """Write one notebook per example into ``folder`` (the built site's ``notebooks/``)."""
     from .files import atomic_write
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    keep = slugs()
-    for old in folder.glob("*.ipynb"):
-        if old.stem not in keep:
-            old.unlink()
-    return [atomic_write(folder / f"{slug}.ipynb", lambda fh, s=slug: fh.write(dumps(build(s, url))))
-            for slug in keep]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpukit.colab [--check]``: write (or check) ``docs/colab/`` for the address in
-    ``mkdocs.yml``."""
-    argv = sys.argv[1:] if argv is None else argv
-    url = repository(configured(), environ={})
-    if "--check" in argv:
-        problems = stale(url)
-        for line in problems:
-            print(f"stale: {line}", file=sys.stderr)
-        return 1 if problems else 0
-    if url is None:
-        print("error: set extra.repo_url in mkdocs.yml (https://github.com/OWNER/REPO) first: "
-              "the notebooks install gpukit from it", file=sys.stderr)
-        return 2
-    for path in write_all(url):
-        print(path.relative_to(PROJECT))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return [atomic_write(folder / f"{slug}.ipynb", lambda fh, s=slug: fh.write(dumps(build(s, wheel, url))))
+            for slug in slugs()]

@@ -17,6 +17,7 @@ tables, number formats, inline SVG plots, the machine titles that the views shar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +28,28 @@ DATA_RENDERERS: dict[tuple[str, str], Callable[[], str]] = {}
 
 #: core modules with views of their own; the chapters' come from gpukit.results.CHAPTERS
 CORE_VIEW_MODULES = ["gpukit.doctor"]
+
+
+@dataclass
+class Target:
+    """One target of the project: what was aimed at, the measured value and the verdict."""
+    name: str         # what is measured, e.g. "Triton tl.dot, bf16 8192^3"
+    goal: str         # the target as words, e.g. ">= 95 % of cuBLAS"
+    value: str        # the measured value as shown, e.g. "96.1 %"
+    met: bool | None  # None: not judged (not recorded)
+
+
+#: results name -> fn(data) -> list[Target], drawn from the reference machine's file
+TARGETS: dict[str, Callable[[dict], list[Target]]] = {}
+
+
+def targets(name: str):
+    """Register ``fn(data) -> list[Target]`` for results ``name`` (the reference machine's file):
+    the chapter's targets, listed with their verdicts on the scorecard page, not in its prose."""
+    def deco(fn):
+        TARGETS[name] = fn
+        return fn
+    return deco
 
 
 class MissingResults(LookupError):
@@ -142,8 +165,61 @@ def fmt_ratio(value: float | None, digits: int = 1) -> str:
     return fmt_num(value, digits) + "x"
 
 
+#: every plot is drawn this wide (inches) and no text in it is smaller than MIN_FONT_PT: on a
+#: 390 px phone the plot shrinks to about 350 px, which keeps every letter at 11 CSS px or more
+FIGURE_WIDTH_IN = 5.0
+MIN_FONT_PT = 11.5
+#: check plots not made by :func:`figure` too (True once every view draws through it)
+CHECK_EVERY_FIGURE = False
+
+
+class FigureError(ValueError):
+    """A plot that a phone could not read: text too small, or two labels on top of each other."""
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, height: float = 3.4, **kwargs):
+    """``(fig, axes)`` from ``plt.subplots``, :data:`FIGURE_WIDTH_IN` wide, with the project's
+    type sizes: the one way a view starts a plot (no display needed, text kept as SVG text)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    style = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11.5,
+             "ytick.labelsize": 11.5, "legend.fontsize": 11.5, "figure.titlesize": 12,
+             "svg.fonttype": "none", "font.family": ["DejaVu Sans", "sans-serif"]}
+    matplotlib.rcParams.update(style)   # also for the legends and labels added after this call
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIGURE_WIDTH_IN, height), **kwargs)
+    fig.gpukit_checked = True
+    return fig, axes
+
+
+def check_figure(fig) -> None:
+    """Raise :class:`FigureError` if ``fig`` is wider than :data:`FIGURE_WIDTH_IN`, holds visible
+    text smaller than :data:`MIN_FONT_PT`, or two visible texts whose boxes overlap."""
+    width = fig.get_figwidth()
+    if width > FIGURE_WIDTH_IN + 1e-6:
+        raise FigureError(f"plot is {width:.1f} in wide; at most {FIGURE_WIDTH_IN} in (use pages.figure)")
+    fig.draw_without_rendering()   # lay out legends and tick labels before measuring them
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_visible() and t.get_text().strip() and t.get_figure() is fig]
+    boxes = []
+    for t in texts:
+        if t.get_fontsize() < MIN_FONT_PT - 1e-6:
+            raise FigureError(f"text {t.get_text()[:40]!r} is {t.get_fontsize():g} pt; at least {MIN_FONT_PT} pt")
+        box = t.get_window_extent(renderer)
+        if box.width > 0 and box.height > 0:
+            boxes.append((t.get_text()[:40], box))
+    for i, (a, ba) in enumerate(boxes):
+        for b, bb in boxes[i + 1:]:
+            overlap_w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            overlap_h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if overlap_w > 1 and overlap_h > 1:
+                raise FigureError(f"labels {a!r} and {b!r} overlap")
+
+
 def svg(fig) -> str:
-    """A matplotlib figure as inline SVG that Markdown passes through untouched.
+    """A matplotlib figure as inline SVG that Markdown passes through untouched, after
+    :func:`check_figure`. Text stays text (searchable, and its size measurable in a browser).
 
     Markdown treats a bare ``<svg>`` as inline HTML and rewrites the ``<style>`` element inside
     it (the plot then shows as an empty box); a ``<div>`` at the start of a line is a raw HTML
@@ -155,12 +231,15 @@ def svg(fig) -> str:
     import matplotlib.pyplot as plt
     buf = io.StringIO()
     try:
-        fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")  # readable in dark mode too
+        with plt.rc_context({"svg.fonttype": "none"}):
+            if getattr(fig, "gpukit_checked", False) or CHECK_EVERY_FIGURE:
+                check_figure(fig)
+            fig.savefig(buf, format="svg", bbox_inches="tight", facecolor="white")
     finally:
         plt.close(fig)  # the figure is done with: free it
     text = buf.getvalue()
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
-    text = text.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    text = text.replace("<svg ", '<svg class="gpukit-svg" ', 1)
     body = "\n".join(line for line in text.splitlines() if line.strip())
     return f'<div class="gpukit-plot" markdown="0">\n{body}\n</div>'
 
@@ -188,14 +267,20 @@ def render_data(name: str, view: str) -> str:
     return fn()
 
 
-def render(name: str, view: str, *, root: Path | None = None) -> str:
-    """Markdown for one view of one benchmark, for every machine that recorded it.
+@dataclass
+class Block:
+    """One machine's block of a view: its Markdown, the machine's title and its caption."""
+    machine: str
+    title: str
+    body: str
+    caption: str
+    source: str          # ``results/<machine>/<name>.json``
 
-    The reference machine's block (:func:`gpukit.results.reference_machine`) comes first, then
-    the machines with a GPU, then the others; each block ends with its caption (inside the box,
-    for a chapter's ``card``). Every block after the first is collapsed under "Also measured on
-    <machine>".
-    """
+
+def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Block]:
+    """One :class:`Block` per machine that recorded what view ``view`` of results ``name``
+    needs: the reference machine (:func:`gpukit.results.reference_machine`) first, then the
+    machines with a GPU, then the others. Raises :class:`MissingResults` when there is none."""
     _load_modules()
     fn = RENDERERS.get((name, view))
     if fn is None:
@@ -210,12 +295,25 @@ def render(name: str, view: str, *, root: Path | None = None) -> str:
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:
-            inside = "    " if view == "card" else ""   # a card's caption goes inside its box
-            block = body + "\n\n" + inside + caption(data, slug, name)
-            blocks.append(block if not blocks else collapsed(f"Also measured on {machine_title(data)}", block))
+            blocks.append(Block(slug, machine_title(data), body, caption(data, slug, name),
+                                f"results/{slug}/{name}.json"))
     if not blocks:
         raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}")
-    return "\n\n".join(blocks)
+    return blocks
+
+
+def render(name: str, view: str, *, root: Path | None = None) -> str:
+    """Markdown for one view of one benchmark, for every machine that recorded it
+    (:func:`render_blocks`): each block ends with its caption (inside the box, for a chapter's
+    ``card``); every block after the first is collapsed under "Also measured on <machine>".
+    The site's pages use the blocks themselves: the first in place, the captions in a footer
+    and the other machines in an appendix."""
+    inside = "    " if view == "card" else ""   # a card's caption goes inside its box
+    out = []
+    for b in render_blocks(name, view, root=root):
+        block = b.body + "\n\n" + inside + b.caption
+        out.append(block if not out else collapsed(f"Also measured on {b.title}", block))
+    return "\n\n".join(out)
 
 
 def collapsed(title: str, markdown: str) -> str:
@@ -238,7 +336,12 @@ def chapter_link(slug: str) -> str:
     return f"[{c.title}]({c.page})"
 
 
-def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str) -> str:
+#: a chapter's level, shown on its card and the home page: what a reader should already know
+LEVELS = ("first steps", "intermediate", "advanced")
+
+
+def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str,
+         level: str | None = None) -> str:
     """The card at the top of a chapter: a Material admonition with what the chapter teaches,
     what to know first, the reading time and the takeaways.
 
@@ -249,10 +352,13 @@ def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: st
     def items(lines: list[str], mark: str) -> list[str]:
         return [f"    {mark} {line}" for line in lines]
 
+    if level is not None and level not in LEVELS:
+        raise ValueError(f"level {level!r}: one of {LEVELS}")
     first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    lead = f"**Level:** {level}. " if level else ""
     lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
              *items(learn, "-"), "",
-             f"    **You need first:** {first}. **Reading time:** {READING_TIME}", "",
+             f"    {lead}**You need first:** {first}. **Reading time:** {READING_TIME}", "",
              f"    **Takeaways**, {source}:", "", *items(takeaways, "1."), ""]
     return "\n".join(lines)
 

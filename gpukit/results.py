@@ -48,8 +48,10 @@ class Chapter:
     """
 
     def __init__(self, slug: str, title: str, benchmarks: dict[str, str] | None = None,
-                 multi_gpu: tuple[str, ...] = ()):
-        self.slug, self.title = slug, title
+                 multi_gpu: tuple[str, ...] = (), numbered: bool = True, level: str | None = None,
+                 summary: str = ""):
+        self.slug, self.title, self.numbered = slug, title, numbered
+        self.level, self.summary = level, summary   # for the home page's list of chapters
         self.benchmarks = benchmarks if benchmarks is not None else {slug: "measure:run"}
         self.multi_gpu = multi_gpu
 
@@ -65,26 +67,57 @@ class Chapter:
         return f"Chapter({self.slug!r})"
 
 
-#: every chapter with code, in reading order: the one list
+#: every chapter, in reading order: the one list. The site numbers the chapters in this order
+#: (the glossary, a reference, is not numbered) and takes each page's title from here.
 CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("why_gpus", "Why CPUs alone are not enough"),
-    Chapter("gpu_anatomy", "What a GPU is made of"),
-    Chapter("cloud", "GPUs in the cloud and on your desk", benchmarks={}),
-    Chapter("vector_add", "Your first kernel"),
-    Chapter("timing", "Timing GPU code honestly"),
-    Chapter("ladder", "One operation, five levels"),
-    Chapter("mandelbrot", "Mandelbrot images in Python"),
-    Chapter("cats_vs_dogs", "Training cats vs dogs",
+    Chapter("why_gpus", "Why CPUs alone are not enough", level="first steps",
+            summary="what a modern CPU really does, and the sizes at which a GPU starts to win"),
+    Chapter("graphics", "Why GPUs exist: pixels in parallel", level="intermediate",
+            summary="a path tracer on every GPU thread and every CPU core, and what rasterisation is"),
+    Chapter("gpu_anatomy", "What a GPU is made of", level="first steps",
+            summary="SMs, warps, latency hiding and coalescing, each shown by an experiment"),
+    Chapter("installing_cuda", "Installing CUDA and first commands", level="first steps",
+            summary="driver, toolkit and wheels, and `gpukit doctor` to find what is broken", benchmarks={}),
+    Chapter("vector_add", "Your first kernel: adding two arrays", level="first steps",
+            summary="your first kernel in numba, CuPy, CUDA C and torch, checked and timed"),
+    Chapter("timing", "Timing GPU code honestly", level="first steps",
+            summary="the timing mistakes that give impossible numbers, and the right tools"),
+    Chapter("ladder", "One operation at every level", level="intermediate",
+            summary="one softmax from PyTorch down to CUDA C: code, compile time and speed"),
+    Chapter("mandelbrot", "Mandelbrot: compile time and run time", level="intermediate",
+            summary="compile time apart from run time, float32 against float64, a fair CPU"),
+    Chapter("matmul", "Matrix multiplication, step by step", level="advanced",
+            summary="from a naive kernel to within reach of cuBLAS, with the roofline"),
+    Chapter("tensor_cores", "Tensor cores: where the FLOPs are", level="advanced",
+            summary="WMMA, mma.sync, wgmma with TMA, Triton and Gluon, and fp8, measured rung by rung",
+            benchmarks={"tensor_cores": "measure:run", "tensor_cores_profiles": "profiles:run"}),
+    Chapter("profiling", "Profile before you guess", level="intermediate",
+            summary="Nsight Compute, the PyTorch profiler, and copies overlapped on streams",
+            benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
+    Chapter("cats_vs_dogs", "Training cats vs dogs", level="intermediate",
+            summary="a training run that keeps the GPU busy, timed phase by phase",
             benchmarks={"cats_vs_dogs": "measure:run", "cats_vs_dogs_ddp": "scaling:run"},
             multi_gpu=("cats_vs_dogs_ddp",)),
-    Chapter("matmul", "Matrix multiplication"),
-    Chapter("graphics", "Why GPUs exist: pixels in parallel"),
-    Chapter("profiling", "Profile before you guess: Nsight Compute, streams and overlap",
-            benchmarks={"profiling": "measure:run", "profiles": "profiles:run"}),
-    Chapter("simulation", "GPUs beyond machine learning: fluid, gravity and heat"),
-    Chapter("exercises", "Exercises: GPU puzzles"),
-    Chapter("glossary", "Glossary", benchmarks={}),
+    Chapter("llm_inference", "Running a language model on one GPU", level="intermediate",
+            summary="decode is a memory problem, prefill a compute problem: an 8B model measured"),
+    Chapter("simulation", "GPUs beyond machine learning", level="intermediate",
+            summary="fluid, gravity and heat, each against the limit it should reach"),
+    Chapter("cloud", "GPUs in the cloud and on your desk", level="first steps",
+            summary="which instance or card to rent or buy, and the memory a model needs", benchmarks={}),
+    Chapter("exercises", "Exercises: twenty GPU puzzles", level="intermediate",
+            summary="twenty kernels to write, checked on any machine"),
+    Chapter("glossary", "Glossary", benchmarks={}, numbered=False),
 )
+
+
+def number(slug: str) -> int | None:
+    """A chapter's number in the reading order (None for the glossary)."""
+    n = 0
+    for c in CHAPTERS:
+        n += c.numbered
+        if c.slug == slug:
+            return n if c.numbered else None
+    raise KeyError(slug)
 
 
 def chapter(slug: str) -> Chapter:

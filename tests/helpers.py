@@ -71,9 +71,32 @@ def cpu_results_file(target: str, args: list, name: str, root) -> dict:
     return run_without_gpu("tests.helpers:_run_and_save", target, list(args), name, str(root))
 
 
-def build_site(out) -> None:
-    """``mkdocs build --strict`` of the project into ``out``; fails the calling test on an error."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+def build_site(out, **env_vars) -> None:
+    """``mkdocs build --strict`` of the project into ``out``; fails the calling test on an error.
+    ``env_vars`` are set for the build (``GITHUB_REPOSITORY="owner/name"``, say)."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env_vars}
+    if "GITHUB_REPOSITORY" not in env_vars:
+        env.pop("GITHUB_REPOSITORY", None)
+        env.pop("GITHUB_SERVER_URL", None)
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def shared_site(tmp_path_factory, name: str = "site", **env_vars):
+    """The site built once per test session, shared by every test and every pytest-xdist worker
+    that asks for the same ``name`` (the first to ask builds it, under a lock; the others wait)."""
+    import fcntl
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent                      # the folder the workers' own folders share
+    out = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / ".built").exists():
+            if out.exists():
+                import shutil
+                shutil.rmtree(out)              # a build that failed half-way
+            build_site(out, **env_vars)
+            (out / ".built").touch()
+    return out

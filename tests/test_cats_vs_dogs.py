@@ -1,11 +1,13 @@
 """The training loop: learning, checkpoints, resume, Ctrl-C, DistributedDataParallel (CPU, gloo)."""
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -303,25 +305,35 @@ def _throughput(tutorial_measured=True):
             "throughput": tp}
 
 
-def test_the_ten_times_verdict_uses_the_pipeline_measured_in_the_same_run():
+def _targets(name, data):
+    import importlib
+
+    from gpukit import pages
+    importlib.import_module("gpukit.cats_vs_dogs.views")            # registers the targets
+    return {t.name.split(": ", 1)[1]: t for t in pages.TARGETS[name](data)}
+
+
+def test_the_ten_times_target_uses_the_pipeline_measured_in_the_same_run():
     from gpukit import pages
     from gpukit.cats_vs_dogs import views
     md = pages.RENDERERS[(views.NAME, "throughput")]("test", _throughput())
-    assert "Real photos within 10 % of synthetic data: **met**." in md
-    assert ("Ten times the images/s of the tutorial pipeline measured in the same run (4,000 "
-            "images/s): **missed** (9.0x).") in md
+    assert "**met**" not in md and "**missed**" not in md             # verdicts live on the scorecard
+    t = _targets(views.NAME, _throughput())
+    real = t["step on real photos over a step on synthetic data"]
+    assert real.met is True and real.value == "1.050x"
+    tut = t["images/s over a tutorial pipeline measured in the same run"]
+    assert tut.met is False and tut.value == "9.0x"
     # the cited figure is shown as cited, with its source, and judges nothing
     cited = next(line for line in md.splitlines() if "3,483" in line)
-    assert "judged on nothing" in cited and "cited by the issue" in cited and "10.3x" in cited
-    assert "**met**" not in cited and "**missed**" not in cited
+    assert "reported outside this benchmark (an H200 runner" in cited and "10.3x" in cited
+    assert "issue" not in cited
 
 
 def test_without_a_same_run_measurement_the_ten_times_target_is_not_judged():
-    from gpukit import pages
     from gpukit.cats_vs_dogs import views
-    md = pages.RENDERERS[(views.NAME, "throughput")]("test", _throughput(tutorial_measured=False))
-    assert "tutorial pipeline: **not judged**" in md
-    assert md.count("**met**") + md.count("**missed**") == 1        # only the real-photo target
+    t = _targets(views.NAME, _throughput(tutorial_measured=False))
+    tut = t["images/s over a tutorial pipeline measured in the same run"]
+    assert tut.met is None and tut.value == "not recorded"
 
 
 def _ddp_record(wide_step_s=0.030, ranks_agree=True):
@@ -370,32 +382,45 @@ def _render(name, view, data):
 def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
     md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
     # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
-    assert "1.87x** the images/s of one" in md and "(`wide` regime, the command's exchange): **met** (1.87x)" in md
+    assert "1.87x** the images/s of one" in md and "**met**" not in md
     assert "DDP bookkeeping: DDP step under `no_sync()` - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
     assert "exposed gradient exchange: step - DDP step under `no_sync()` | 500.0 µs" in md   # 30.0 - 29.5 ms
     assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
     assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
-    slow = _render("cats_vs_dogs_ddp", "steps", _ddp_record(wide_step_s=0.032))
-    assert "(`wide` regime, the command's exchange): **missed** (1.75x)" in slow
-    assert slow.count("**met**") + slow.count("**missed**") == 1            # only the wide regime is judged
+    t = _targets("cats_vs_dogs_ddp", _ddp_record())
+    assert t["steady images/s of 2 GPUs over one"].met is True
+    assert t["steady images/s of 2 GPUs over one"].value == "1.87x"
+    slow = _targets("cats_vs_dogs_ddp", _ddp_record(wide_step_s=0.032))
+    assert slow["steady images/s of 2 GPUs over one"].met is False
+    assert slow["steady images/s of 2 GPUs over one"].value == "1.75x"
     record = _ddp_record()
     record["gpu"]["steps"] = record["gpu"]["steps"][:1]                   # the wide regime not measured
-    assert "(wide regime): **not judged**" in _render("cats_vs_dogs_ddp", "steps", record)
+    none = _targets("cats_vs_dogs_ddp", record)
+    assert none["steady images/s of 2 GPUs over one"].met is None
 
 
 def test_ddp_runs_judge_time_accuracy_and_identical_weights():
     md = _render("cats_vs_dogs_ddp", "runs", _ddp_record())
-    assert "Identical weights on every process: **met** (3 of 3 multi-GPU runs)" in md
+    assert "3 of 3 multi-GPU runs ended with identical weights" in md and "**met**" not in md
     wide = next(line for line in md.splitlines() if line.startswith("- `wide`"))
-    assert "**1.67x**" in wide and "at the same accuracy: **met**" in wide        # 61 s / 36.5 s
-    assert "within the spread of its 2 one-GPU seeds (80.0 % to 84.0 %): **met**" in wide
+    assert "**1.67x**" in wide                                              # 61 s / 36.5 s
+    assert "within the spread of its 2 one-GPU seeds (80.0 % to 84.0 %)" in wide
     assert "would shrink by at most 1.82x" in wide      # 61 s, 55 s of it steps: 61 / (6 + 27.5)
-    chapter = next(line for line in md.splitlines() if line.startswith("- `chapter`"))
-    # one seed per GPU count and no training record for this machine: accuracy not judged, nor the time
-    assert "**not judged**" in chapter and "at the same accuracy: **missed**" in chapter
     assert "failed: NCCL timeout" in md and "skipped: time budget (900 s)" in md
+    t = {k: v for k, v in _targets("cats_vs_dogs_ddp", _ddp_record()).items()}
+    assert t["identical weights on every process"].met is True
+    from gpukit import pages
+    from gpukit.cats_vs_dogs import views  # noqa: F401
+    by_regime = {x.name: x for x in pages.TARGETS["cats_vs_dogs_ddp"](_ddp_record())}
+    wide_t = next(v for k, v in by_regime.items() if "`wide`: time" in k)
+    assert wide_t.met is True and wide_t.value.startswith("1.67x")
+    # chapter: one seed per GPU count and no seed spread to compare the accuracy with
+    chapter_t = next(v for k, v in by_regime.items() if "`chapter`: time" in k)
+    assert chapter_t.met is None and "not comparable" in chapter_t.value
     split = _render("cats_vs_dogs_ddp", "runs", _ddp_record(ranks_agree=False))
-    assert "Identical weights on every process: **missed** (0 of 3" in split and "**NO**" in split
+    assert "0 of 3 multi-GPU runs" in split and "**NO**" in split
+    bad = _targets("cats_vs_dogs_ddp", _ddp_record(ranks_agree=False))
+    assert bad["identical weights on every process"].met is False
 
 
 def _sweep_record(chosen_test=0.9346):
@@ -433,19 +458,23 @@ def _training_record(times=(17.0, 18.0, 19.0), accs=(0.92, 0.94, 0.944)):
                          "precision": "bf16", "tta": True}}
 
 
-def test_training_summary_judges_time_and_mean_test_accuracy():
+def test_training_targets_judge_time_and_mean_test_accuracy():
     md = _render("cats_vs_dogs", "summary", _training_record())
-    assert "in at most 25 s: **met** (slowest seed 19.00 s" in md
-    assert "at least 93 %: **met** (93.47 %)" in md and "either side of the target" in md
-    late = _render("cats_vs_dogs", "summary", _training_record(times=(17.0, 26.0, 19.0), accs=(0.90, 0.92, 0.93)))
-    assert "**missed** (slowest seed 26.00 s" in late and "**missed** (91.67 %)" in late
-    assert "either side" not in late
+    assert "**met**" not in md and "| **mean** | **93.5 %** |" in md
+    t = _targets("cats_vs_dogs", _training_record())
+    time_t = t["command start to a trained model, slowest seed"]
+    acc_t = t["mean test-half accuracy over 3 seeds"]
+    assert time_t.met is True and time_t.value == "19.00 s"
+    assert acc_t.met is True and acc_t.value == "93.47 %" and "post hoc" in acc_t.goal
+    late = _targets("cats_vs_dogs", _training_record(times=(17.0, 26.0, 19.0), accs=(0.90, 0.92, 0.93)))
+    assert late["command start to a trained model, slowest seed"].met is False
+    assert late["mean test-half accuracy over 3 seeds"].met is False
 
 
 def test_phases_add_up_to_the_time_to_a_model():
     md = _render("cats_vs_dogs", "phases", _training_record())
-    assert "| **time to a model** | **17.00 s** | **18.00 s** | **19.00 s** | **18.00 s** | 100 % |" in md
-    assert "| import torch | 3.00 s | 3.00 s | 3.00 s | 3.00 s | 16.7 % |" in md
+    assert "| **time to a model** | **18.00 s** | 100 % | **17.00 s** | **18.00 s** | **19.00 s** |" in md
+    assert "| import torch | 3.00 s | 16.7 % | 3.00 s | 3.00 s | 3.00 s |" in md
     assert "waited 70.00 ms for the workers" in md
 
 
@@ -565,3 +594,15 @@ def test_averaged_gradients_on_two_processes_equal_one_process_on_the_whole_batc
     for k, v in net.state_dict().items():
         assert torch.equal(r0["state"][k], r1["state"][k]), k
         torch.testing.assert_close(r0["state"][k], v, rtol=1e-5, atol=1e-6)
+
+
+def test_sweep_record_carries_the_code_commit(tmp_path):
+    from gpukit import results
+    from gpukit.cats_vs_dogs import sweep
+    machine = {"slug": "test-machine", "gpu": None}
+    out = sweep.save({"runs": [], "sweep": {"rows": [], "chosen": None}}, machine,
+                     str(tmp_path / "sweep.json"))
+    rec = json.loads(Path(out).read_text())
+    assert rec["benchmark"] == "cats_vs_dogs_sweep" and rec["machine"] == machine
+    assert rec["code"] == results.code_record() and rec["schema"] == results.SCHEMA_VERSION
+    assert not (tmp_path / "test-machine").exists()

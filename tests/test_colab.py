@@ -1,7 +1,10 @@
-"""The way in without a clone: the repository's address, the install commands, the Colab notebooks.
+"""The way in from any copy of the site: the repository's address, the install commands (from
+the wheel the site serves, and from a clone), the notebooks and the Colab buttons.
 
 The notebooks are built and checked here (valid nbformat 4, the install cell first, every code
 cell valid Python, only existing examples); no machine of the project can run them on Colab.
+The built site's wheel, installed from a served site into a fresh environment, is tested in
+tests/test_built_site.py.
 """
 
 import ast
@@ -61,47 +64,54 @@ def test_the_setting_is_read_from_mkdocs_yml(tmp_path):
 
 # ------------------------------------------------------------------------- the install commands
 
-def render(page: str, repo_url, docs_dir) -> str:
+WHEEL = "https://example-owner.github.io/gpukit-mirror/dist/gpukit-0.1.0-py3-none-any.whl"
+
+
+def render(page: str, repo_url, site_url=None) -> str:
     hook = load_hook()
-    config = {"extra": {"repo_url": repo_url}, "docs_dir": str(docs_dir)}
+    config = {"extra": {"repo_url": repo_url}, "site_url": site_url}
     return hook.install_markers((ROOT / "docs" / page).read_text(encoding="utf-8"), config)
 
 
 @pytest.mark.parametrize("page", ["index.md", "installing-cuda.md"])
-def test_pages_show_the_git_install_when_the_address_is_known(page, tmp_path, no_actions):
-    text = render(page, URL, tmp_path)
+def test_pages_install_from_the_site_s_wheel_and_from_a_clone(page, no_actions):
+    text = render(page, None)
     assert "<!-- install:" not in text
-    if page == "index.md":
-        assert f'pip install "gpukit[torch] @ git+{URL}"' in text
-    assert f"$ git clone {URL} && cd gpukit-mirror" in text
-    assert "<this repository>" not in text
-    assert "no **Open in Colab** buttons" in text       # no notebook for this address in tmp_path
+    assert f'pip install "gpukit[torch] @ {colab.WHEEL_PLACEHOLDER}"' in text   # the page fills it in
+    assert "pip install -e '.[torch]'" in text
+    for word in ("git+", "OWNER", "example.org", "was built without", "This build of the site"):
+        assert word not in text, word                 # no made-up address, no note about the build
 
 
 @pytest.mark.parametrize("page", ["index.md", "installing-cuda.md"])
-def test_pages_show_the_install_from_a_clone_when_the_address_is_unknown(page, tmp_path, no_actions):
-    text = render(page, None, tmp_path)
-    assert "<!-- install:" not in text
-    assert "pip install -e '.[torch]'" in text or page != "index.md"
-    assert "git+" not in text
-    assert "git clone" not in text and "<this repository>" not in text
-    assert "was built without" in text
-    assert "no machine of the project can run them on Colab" in text
-    for kind in ("pip", "clone", "colab"):                 # no address of any kind is made up
-        assert "github.com" not in colab.install_markdown(kind, None) and "OWNER" not in colab.install_markdown(kind, None)
+def test_a_build_that_knows_its_repository_links_it(page, no_actions):
+    text = render(page, URL, colab.pages_url(URL))
+    assert f'pip install "gpukit[torch] @ {WHEEL}"' in text                   # its published address
+    assert f"$ git clone {URL} && cd gpukit-mirror" in text
+    assert "**Open in Colab** button" in text
 
 
-def test_github_actions_supplies_the_address(tmp_path, monkeypatch):
+def test_github_actions_supplies_the_address(monkeypatch):
     monkeypatch.setenv("GITHUB_REPOSITORY", "example-owner/gpukit-mirror")
     monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
-    text = render("index.md", None, tmp_path)
-    assert f'pip install "gpukit[torch] @ git+{URL}"' in text
+    hook = load_hook()
+    config = hook.on_config({"extra": {"repo_url": None}, "site_url": None})
+    assert config["repo_url"] == URL and config["site_url"] == "https://example-owner.github.io/gpukit-mirror/"
+    assert config["extra"]["gpukit_wheel"] == hook.wheel_name()
+    assert f"$ git clone {URL}" in hook.install_markers("<!-- install:clone -->", config)
 
 
-def test_markers_inside_tabs_keep_their_indentation(tmp_path, no_actions):
-    text = render("installing-cuda.md", URL, tmp_path)
+def test_a_build_without_a_repository_sets_no_address(no_actions):
+    hook = load_hook()
+    config = hook.on_config({"extra": {"repo_url": None}, "site_url": None})
+    assert not config.get("site_url") and not config.get("repo_url")
+    assert hook.install_markers("<!-- install:colab -->", config) == ""
+    assert hook.install_markers("<!-- install:clone -->", config) == ""
+
+
+def test_markers_inside_tabs_keep_their_indentation(no_actions):
+    text = render("installing-cuda.md", URL)
     assert f"    $ git clone {URL} && cd gpukit-mirror\n" in text               # the cloud tab
-    assert "\n      This build of the site has no **Open in Colab** buttons" in text   # in a list item
 
 
 # ---------------------------------------------------------------------------- the notebooks
@@ -109,9 +119,9 @@ def test_markers_inside_tabs_keep_their_indentation(tmp_path, no_actions):
 SLUGS = colab.slugs()
 
 
-def test_every_executed_example_gets_a_notebook():
-    executed = sorted(p.stem for p in (ROOT / "docs" / "executed").glob("*.ipynb"))
-    assert SLUGS == executed and SLUGS
+def test_every_example_gets_a_notebook():
+    examples = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+    assert SLUGS == examples and SLUGS
 
 
 def _code_cells(nb):
@@ -121,19 +131,19 @@ def _code_cells(nb):
 @pytest.mark.parametrize("slug", SLUGS)
 def test_notebook_is_valid_nbformat_4_with_the_install_cell_first(slug):
     nbformat = pytest.importorskip("nbformat")
-    nb = colab.build(slug, URL)
+    nb = colab.build(slug, WHEEL, URL)
     nbformat.validate(nbformat.from_dict(nb))
     assert nb["nbformat"] == 4
     first = nb["cells"][0]
     assert first["cell_type"] == "code"
     shell = [ln for ln in "".join(first["source"]).splitlines() if not ln.startswith("#")]
-    assert shell == [f'!pip install "gpukit[torch] @ git+{URL}"']
+    assert shell == [f'%pip install "gpukit[torch] @ {WHEEL}"']
     assert nb["metadata"]["gpukit"]["repo_url"] == URL and nb["metadata"]["accelerator"] == "GPU"
 
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_notebook_code_is_python_and_only_the_example_s(slug):
-    nb = colab.build(slug, URL)
+    nb = colab.build(slug, WHEEL, URL)
     for source in _code_cells(nb):
         ast.parse("\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("!", "%"))))
     meta = nb["metadata"]["gpukit"]
@@ -154,7 +164,7 @@ def test_notebook_code_is_python_and_only_the_example_s(slug):
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_sizes_cell_scales_to_the_gpu_it_finds(slug, monkeypatch):
-    cell = _code_cells(colab.build(slug, URL))[1]
+    cell = _code_cells(colab.build(slug, WHEEL, URL))[1]
     assert "torch.cuda.get_device_properties(0)" in cell and "total_memory" in cell
     fake = types.ModuleType("torch")
     fake.cuda = types.SimpleNamespace(
@@ -193,61 +203,32 @@ def test_an_example_without_the_usual_ending_is_refused(tmp_path, monkeypatch):
     (tmp_path / "examples" / "vector_add.py").write_text("# %%\nprint('no main')\n", encoding="utf-8")
     monkeypatch.setattr(colab, "PROJECT", tmp_path)
     with pytest.raises(ValueError, match="main"):
-        colab.build("vector_add", URL)
+        colab.build("vector_add", WHEEL, URL)
 
 
-# ----------------------------------------------------------- the buttons and the committed files
+# ------------------------------------------------------------------------------- the buttons
 
-def test_colab_link_only_for_a_notebook_made_for_this_repository(tmp_path):
-    colab.write_all(URL, tmp_path)
-    assert colab.stale(URL, tmp_path) == []
-    assert colab.colab_url("vector_add", URL, tmp_path) == (
-        "https://colab.research.google.com/github/example-owner/gpukit-mirror/blob/main/docs/colab/vector_add.ipynb")
-    assert colab.colab_url("vector_add", None, tmp_path) is None
-    assert colab.colab_url("vector_add", "https://github.com/someone/else", tmp_path) is None
-    assert colab.colab_url("no_such_example", URL, tmp_path) is None
-    assert colab.stale("https://github.com/someone/else", tmp_path)          # made for another address
-    (tmp_path / "old.ipynb").write_text("{}", encoding="utf-8")
-    assert any("old.ipynb" in p for p in colab.stale(URL, tmp_path))
+def test_colab_links_point_at_the_pages_branch():
+    assert colab.colab_url("vector_add", URL) == (
+        "https://colab.research.google.com/github/example-owner/gpukit-mirror/blob/gh-pages/"
+        "notebooks/vector_add.ipynb")
+    assert colab.colab_url("vector_add", None) is None
+    assert colab.colab_url("vector_add", "https://ghe.example.com/a/b") is None     # not on github.com
+    assert colab.colab_url("no_such_example", URL) is None
 
 
-def test_example_pages_get_the_button_only_when_the_notebook_is_there(tmp_path, no_actions):
+def test_example_pages_get_a_notebook_and_a_colab_button_only_with_a_repository(no_actions):
     hook = load_hook()
     page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="executed/vector_add.ipynb"))
     chapter = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="vector-add.md"))
-    config = {"extra": {"repo_url": URL}, "docs_dir": str(tmp_path)}
-    hook.on_page_context({}, page=page, config=config, nav=None)
-    assert page.colab_url is None                                           # no notebooks yet
-    colab.write_all(URL, tmp_path / "colab")
-    hook.on_page_context({}, page=page, config=config, nav=None)
-    assert page.colab_url.endswith("/example-owner/gpukit-mirror/blob/main/docs/colab/vector_add.ipynb")
-    hook.on_page_context({}, page=chapter, config=config, nav=None)
-    assert chapter.colab_url is None
-    hook.on_page_context({}, page=page, config={**config, "extra": {"repo_url": None}}, nav=None)
-    assert page.colab_url is None                                           # address unknown
-    text = hook.install_markers("<!-- install:colab -->", config)
-    assert "Each executed example page has an **Open in Colab** button" in text
+    script = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="examples/matmul.py"))
+    hook.on_page_context({}, page=page, config={"extra": {"repo_url": None}}, nav=None)
+    assert page.colab_url is None and page.notebook_slug == "vector_add"
+    hook.on_page_context({}, page=page, config={"extra": {"repo_url": URL}}, nav=None)
+    assert page.colab_url.endswith("/example-owner/gpukit-mirror/blob/gh-pages/notebooks/vector_add.ipynb")
+    hook.on_page_context({}, page=script, config={"extra": {"repo_url": URL}}, nav=None)
+    assert script.notebook_slug == "matmul" and script.colab_url
+    hook.on_page_context({}, page=chapter, config={"extra": {"repo_url": URL}}, nav=None)
+    assert chapter.colab_url is None and chapter.notebook_slug is None
     template = (ROOT / "docs" / "_overrides" / "main.html").read_text(encoding="utf-8")
-    assert "{% if page.colab_url %}" in template and 'href="{{ page.colab_url }}"' in template
-
-
-def test_committed_notebooks_are_current():
-    """docs/colab/ holds what `python -m gpukit.colab` writes for the address in mkdocs.yml (and
-    nothing while mkdocs.yml names no repository)."""
-    url = colab.repository(colab.configured(), environ={})
-    problems = colab.stale(url)
-    assert problems == [], "; ".join(problems) + " (run `python -m gpukit.colab`)"
-
-
-def test_the_command_needs_the_address(monkeypatch, capsys):
-    monkeypatch.setattr(colab, "configured", lambda: None)
-    assert colab.main([]) == 2
-    assert "extra.repo_url" in capsys.readouterr().err
-
-
-def test_the_pages_say_what_was_checked_where():
-    text = colab.install_markdown("colab", URL, colab_ready=True)
-    assert "checked for format" in text and "no machine of the project can run them on Colab" in text
-    assert "cannot be run on Colab" in (ROOT / "README.md").read_text(encoding="utf-8")
-    cuda = (ROOT / "docs" / "installing-cuda.md").read_text(encoding="utf-8")
-    assert "no machine of the\n    project can run them on Colab" in cuda
+    assert "{% if page.colab_url %}" in template and "{% if page.notebook_slug %}" in template

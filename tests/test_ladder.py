@@ -409,7 +409,7 @@ def test_quick_run_records_verified_rows_and_the_sweep(quick_results):
 def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     _, root = quick_results
     text = pages.render(LM.NAME, "table", root=root)
-    assert "PyTorch eager, torch.softmax" in text and "| level | lines | first call |" in text
+    assert "PyTorch eager, torch.softmax" in text and "| level | GB/s (% of copy) | steady state | first call | lines |" in text
     # a failed level keeps its row (in the chapter's order) and its error is shown below the table
     lines = text.splitlines()
     failed_row = next(i for i, ln in enumerate(lines) if ln.startswith("| Triton |"))
@@ -417,6 +417,7 @@ def test_renderers_make_a_table_a_plot_and_a_summary(quick_results):
     assert "**Triton** failed in this run" in text and "RuntimeError: made up for the test" in text
     assert "Source: `results/" in text
     svg = pages.render(LM.NAME, "sweep", root=root)
+    assert "<svg" in pages.render(LM.NAME, "bars", root=root)
     assert "<svg" in svg and "row length C" in svg
     block = svg[svg.index('<div class="gpukit-plot"'):svg.index("</svg>")]
     assert "\n\n" not in block, "a blank line inside the SVG makes Markdown break the plot"

@@ -172,11 +172,33 @@ def test_benchmark_and_tables_on_cpu(tmp_path):
     md = pages.render("mandelbrot", "table", root=tmp_path)
     assert "`numba-cpu`" in md and "identical" in md and "Measured on" in md
     assert "`numba-cpu-simd`" in md and all("vs_simd" in r for r in part["rows"] if "median_s" in r)
-    assert "SIMD multiplies" in pages.render("mandelbrot", "simd", root=tmp_path)
+    assert "lanes filled, at most" in pages.render("mandelbrot", "simd", root=tmp_path)
     assert "float32" in pages.render("mandelbrot", "precision", root=tmp_path)
     assert "target_backend" in pages.render("mandelbrot", "pitfall", root=tmp_path)
     with pytest.raises(pages.MissingResults):
         pages.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
+
+
+def test_lane_share_counts_narrow_and_scalar_multiplies():
+    from gpukit.mandelbrot.views import lane_share
+    avx512 = {"cpu": {"simd": ["avx", "avx2", "avx512f"]}}
+    avx2 = {"cpu": {"simd": ["avx", "avx2"]}}
+    half = {"packed_mul": 6, "packed_mul_512": 0, "scalar_mul": 6}
+    assert lane_share(half, avx512) == pytest.approx((6 * 4 + 6) / 12 / 8)
+    assert lane_share(half, avx2) == pytest.approx((6 * 4 + 6) / 12 / 4)
+    wide = {"packed_mul": 4, "packed_mul_512": 4, "scalar_mul": 0}
+    assert lane_share(wide, avx512) == 1.0
+    assert lane_share({"packed_mul": 0, "packed_mul_512": 0, "scalar_mul": 0}, avx512) is None
+
+
+def test_targets_come_from_the_record():
+    from gpukit import results
+    pages._load_modules()
+    data = results.load("mandelbrot")[results.reference_machine()]
+    (target,) = pages.TARGETS["mandelbrot"](data)
+    worst = max(r["differing_pixels"] for r in data["gpu"]["rows"]
+                if r["dtype"] == "float64" and not r.get("contract") and "differing_pixels" in r)
+    assert target.met is (worst == 0) and f"{worst:,}" in target.value
 
 
 def test_fresh_process_failure_is_a_row(tmp_path):

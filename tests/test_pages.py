@@ -1,6 +1,7 @@
 """Tables in the docs come from results files, and every marker in docs/ renders."""
 
 import re
+import types
 
 import pytest
 
@@ -188,7 +189,8 @@ CARD_PAGES = {"why-gpus.md", "gpu-anatomy.md", "cloud.md", "vector-add.md", "tim
 def test_every_chapter_has_a_card_under_its_title():
     import importlib.util
     with_card = {page for page, _, _ in docs_cards()}
-    with_module = {c.page for c in results.CHAPTERS if importlib.util.find_spec(f"{c.package}.card")}
+    with_module = {c.page for c in results.CHAPTERS
+                   if importlib.util.find_spec(c.package) and importlib.util.find_spec(f"{c.package}.card")}
     assert CARD_PAGES <= with_card and with_card == with_module
     for page in with_card:
         lines = [line for line in (ROOT / "docs" / page).read_text().splitlines() if line.strip()]
@@ -219,26 +221,52 @@ def _hook():
     return module
 
 
-def test_a_run_of_blocks_from_one_file_shows_its_caption_once():
+def test_markers_inside_a_block_get_their_text_indented():
     hook = _hook()
-    cap = {"a": "<small>Measured on A. Source: `results/m/a.json`.</small>",
-           "b": "<small>Measured on B. Source: `results/m/b.json`.</small>"}
-    md = ("# T\n\n<!-- results:a:x -->\n\ntext\n\n<!-- results:a:y -->\n\n<!-- results:b:x -->\n\n"
-          "## Next\n\n<!-- results:b:y -->\n")
-    out = hook.substitute_markers(md, lambda m: f"[{m.group(2)}:{m.group(3)}]\n\n{cap[m.group(2)]}")
-    assert out.count(cap["a"]) == 1 and out.index("[a:y]") < out.index(cap["a"]) < out.index("[b:x]")
-    assert out.count(cap["b"]) == 2          # b:x and b:y are in different sections: both keep theirs
-    assert "[a:x]" in out and "text" in out
+    md = "??? question \"Open questions\"\n\n    <!-- results:a:x -->\n\nafter\n<!-- results:b:y -->\n"
+    out = hook.substitute_markers(md, lambda m: f"- {m.group(2)} one\n- {m.group(2)} two")
+    assert "    - a one\n    - a two\n" in out                  # inside the admonition
+    assert "\n- b one\n- b two\n" in out                        # at the margin, as it was
 
 
-def test_reading_time_counts_prose_only():
+def test_a_page_gets_one_footer_and_one_appendix(tmp_path, monkeypatch):
+    """The reference machine's block stands where its marker is; every caption goes into one
+    footer linking the results files; other machines' blocks into one collapsed appendix."""
+    hook = _hook()
+    blocks = {
+        ("a", "x"): [pages.Block("ref", "GPU R", "[a:x on R]", "<small>Measured on R1. Source: `results/ref/a.json`.</small>",
+                                 "results/ref/a.json"),
+                     pages.Block("cpu", "CPU C", "[a:x on C]", "<small>Measured on C1. Source: `results/cpu/a.json`.</small>",
+                                 "results/cpu/a.json")],
+        ("a", "y"): [pages.Block("ref", "GPU R", "[a:y on R]", "<small>Measured on R1. Source: `results/ref/a.json`.</small>",
+                                 "results/ref/a.json")],
+    }
+    monkeypatch.setattr(hook.pages, "render_blocks", lambda name, view: blocks[(name, view)])
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="demo.md"))
+    md = "# Demo\n\n## First\n\n<!-- results:a:x -->\n\n## Second\n\n<!-- results:a:y -->\n"
+    out = hook.on_page_markdown(md, page, {"extra": {"repo_url": None}}, None)
+    assert out.index("[a:x on R]") < out.index("## Second") < out.index("[a:y on R]")
+    body = out[:out.index('class="gpukit-appendix"')]
+    assert "Measured on" not in body and "<small>" not in out              # no caption in the text
+    footer = out[out.index('class="gpukit-provenance"'):]
+    assert footer.count("[`results/ref/a.json`](results/ref/a.json): R1") == 1  # said once
+    assert "[`results/cpu/a.json`](results/cpu/a.json): C1" in footer and "scorecard.md" in footer
+    appendix = out[out.index('class="gpukit-appendix"'):out.index('class="gpukit-provenance"')]
+    assert "Measured on CPU C (1 result)" in appendix and "**First**" in appendix and "[a:x on C]" in appendix
+    assert "[a:x on C]" not in out[:out.index('class="gpukit-appendix"')]
+
+
+def test_reading_time_counts_what_is_shown_open():
     hook = _hook()
     prose = " ".join(["word"] * 400)
-    extra = ("```python\n" + "code " * 5000 + "\n```\n| a | b |\n" + "| x | y |\n" * 500
-             + '<details class="note" markdown="1">' + "other " * 3000 + "</details>\n"
-             + "<small>" + "caption " * 2000 + "</small>\n")
-    assert hook.reading_minutes(prose) == 2 and hook.reading_minutes(prose + "\n\n" + extra) == 2
-    assert hook.reading_minutes("one word") == 1
+    assert hook.reading_minutes(prose) == 2 and hook.reading_minutes("one word") == 1
+    code = "```python\n" + "x = 1\n" * 48 + "```\n"                    # 48 lines: 4 minutes
+    assert hook.reading_minutes(prose + "\n\n" + code) == 6
+    table = "| a | b |\n| -- | -- |\n" + "| word word word word | word word word word |\n" * 60
+    assert hook.reading_minutes(prose + "\n\n" + table) == 6             # 480 words at 120 a minute
+    folded = ('<details class="note" markdown="1">' + "other " * 3000 + "</details>\n"
+              + "??? question \"Open\"\n\n    " + "hidden " * 2000 + "\n")
+    assert hook.reading_minutes(prose + "\n\n" + folded) == 2            # collapsed: not counted
 
 
 def test_long_logs_keep_their_first_and_last_lines():

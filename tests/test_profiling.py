@@ -374,7 +374,7 @@ def test_cpu_record_and_views(tmp_path):
     assert part["host_scheduler_equal"] and part["rows"][0]["max_rel_err"] < pipeline.rtol(64)
     md = pages.render("profiling", "baseline", root=tmp_path)
     assert "numba parallel" in md and "Measured on" in md
-    for view in ("stages", "runs", "sweep", "timeline", "managed", "torch", "card"):
+    for view in ("stages", "runs", "sweep", "timeline", "managed", "torch", "card", "bound"):
         with pytest.raises(pages.MissingResults):
             pages.render("profiling", view, root=tmp_path)
 
@@ -404,7 +404,7 @@ def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
     assert "1,048,576" in stalls and "long scoreboard" in stalls
     law = pages.render("profiles", "littles-law", root=tmp_path)
     assert "vector add, numba" in law and "matmul" not in law
-    assert "ratio" in pages.render("profiles", "bytes", root=tmp_path)
+    assert "DRAM moved / needed" in pages.render("profiles", "bytes", root=tmp_path)
     read = pages.render("profiles", "readings", root=tmp_path)
     assert "near the memory limit" in read and "latency" not in read.split("matmul")[0]
     for view in ("mix", "sass"):                    # a record without SASS summaries
@@ -518,9 +518,11 @@ def test_target_missed_when_no_run_is_within_the_bound(tmp_path):
     machine = {**device.machine_record(), "slug": results.reference_machine(),
                "gpu": {"name": "synthetic GPU"}}
     results.save("profiling", {"gpu": part}, root=tmp_path, machine=machine)
-    target = pages.render("profiling", "target", root=tmp_path)
-    assert "**missed**" in target and "1.21x at 32 and 64 chunks" in target
-    assert "target was missed" in pages.render("profiling", "card", root=tmp_path)
+    bound = pages.render("profiling", "bound", root=tmp_path)
+    assert "1.21x at 32 and 64 chunks" in bound and "**missed**" not in bound
+    (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])
+    assert t.met is False and t.value == "1.21x" and t.goal == "<= 1.2x"
+    assert "missed" not in pages.render("profiling", "card", root=tmp_path)
 
 
 def test_kernel_names_are_shortened():
@@ -540,9 +542,13 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     assert "bit for bit" in pages.render("profiling", "runs", root=tmp_path)
     assert "failed: RuntimeError" in pages.render("profiling", "managed", root=tmp_path)
     card = pages.render("profiling", "card", root=tmp_path)
-    assert card.count("    1. ") == 3 and "1.20x the ideal bound" in card and "target was met" in card
-    target = pages.render("profiling", "target", root=tmp_path)
-    assert "**met**" in target and "1.20x" in target
+    assert card.count("    1. ") == 3 and "2.5x faster than step after step" in card   # 0.06 / 0.024
+    assert "2.2x slower than from pinned memory" in card                           # 0.13 / 0.06
+    assert "**Level:** intermediate" in card and "target" not in card
+    bound = pages.render("profiling", "bound", root=tmp_path)
+    assert "1.20x the bound" in bound and "**met**" not in bound
+    (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])
+    assert t.met is True and t.value == "1.20x"
     torch = pages.render("profiling", "torch", root=tmp_path)
     table_part, after = torch.split("The record's device events", 1)
     assert "`k`" in table_part and "forward" not in table_part      # a range is not a kernel

@@ -4,10 +4,16 @@ Every page is visited at a desktop (1400 x 900) and a phone (390 x 844) viewport
 and the dark colour scheme. Each visit: no console error and no request to any host but
 127.0.0.1 (the site works offline), every picture loads (images decode, inline SVGs have a
 size), no page is wider than the viewport (tables and code scroll inside their own box),
-code blocks have copy buttons, and no plot is blank. Search finds "kernel" and "bandwidth",
-and the light/dark toggle switches the colour scheme. A screenshot of every page at both sizes,
-in both schemes, is saved under ``$GPUKIT_SCREENSHOTS`` (default: ``site-screenshots/`` in the
-project), as ``<page>-<desktop|phone>[-dark].png``.
+code blocks have copy buttons, and no plot is blank. What a reader can read is checked too: on
+the phone no text of a plot or diagram is smaller than 11 CSS px (its computed size times the
+figure's scale), no two labels of one figure overlap, every table that scrolls sideways says so;
+on the desktop no shown code is wider than 88 columns or scrolls sideways; in the dark scheme the
+figures are drawn for it. Figures open full size on a click, console blocks copy without their
+prompts, install commands carry the address the site is served from, and search finds the
+section that teaches each of a handful of words (stemmed: "coalescing" finds "coalesced").
+A screenshot of every page at both sizes, in both schemes, is saved under
+``$GPUKIT_SCREENSHOTS`` (default: ``site-screenshots/`` in the project), as
+``<page>-<desktop|phone>[-dark].png``.
 """
 
 import functools
@@ -19,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, build_site
+from tests.helpers import ROOT, shared_site
 
 CHROMIUM = os.environ.get("GPUKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
@@ -34,8 +40,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """Build the site strictly and serve it on 127.0.0.1 for the module's tests."""
-    out = tmp_path_factory.mktemp("site")
-    build_site(out)
+    out = shared_site(tmp_path_factory)
     handler = functools.partial(_QuietHandler, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -125,6 +130,65 @@ TOO_WIDE = """(vw) => {
 }"""
 
 
+#: What a reader can read on this page: the smallest text of any figure in CSS px (inline SVG
+#: plots, and SVG pictures measured by drawing them at their shown width), labels of one figure
+#: that overlap, tables that scroll sideways without the cue, code wider than 88 columns or
+#: scrolling sideways, and figures not drawn for the dark scheme.
+READABLE = r"""async (dark) => {
+    document.querySelectorAll('article details').forEach(d => d.open = true);
+    const out = {small: [], overlap: [], uncued: [], widecode: [], scrollcode: [], undark: []};
+    const texts = (svg, scale, where) => {
+        const boxes = [];
+        for (const t of svg.querySelectorAll('text')) {
+            const content = (t.textContent || '').trim();
+            if (!content) continue;
+            const b = t.getBoundingClientRect();
+            if (!b.width) continue;
+            const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+            if (px < 11) out.small.push(where + ' "' + content.slice(0, 25) + '" ' + px.toFixed(1) + ' px');
+            boxes.push([content.slice(0, 25), b]);
+        }
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const a = boxes[i][1], c = boxes[j][1];
+            const w = Math.min(a.right, c.right) - Math.max(a.left, c.left);
+            const h = Math.min(a.bottom, c.bottom) - Math.max(a.top, c.top);
+            if (w > 1 && h > 1) out.overlap.push(where + ' "' + boxes[i][0] + '" / "' + boxes[j][0] + '"');
+        }
+    };
+    for (const svg of document.querySelectorAll('article .gpukit-plot svg, article svg.gpukit-svg')) {
+        const r = svg.getBoundingClientRect();
+        if (!r.width || !svg.viewBox.baseVal || !svg.viewBox.baseVal.width) continue;
+        texts(svg, r.width / svg.viewBox.baseVal.width, 'plot');
+        if (dark && getComputedStyle(svg).filter === 'none') out.undark.push('plot');
+    }
+    for (const img of document.querySelectorAll('article img')) {
+        if (!/\.svg($|\?)/.test(img.src) || !img.getBoundingClientRect().width) continue;
+        if (dark && getComputedStyle(img).filter === 'none') out.undark.push(img.src.split('/').pop());
+        const text = await (await fetch(img.src)).text();
+        const holder = document.createElement('div');
+        holder.style.cssText = 'position:absolute;left:0;top:0;visibility:hidden;width:' + img.getBoundingClientRect().width + 'px';
+        holder.innerHTML = text;
+        document.body.appendChild(holder);
+        const svg = holder.querySelector('svg');
+        if (svg && svg.viewBox.baseVal && svg.viewBox.baseVal.width) {
+            svg.removeAttribute('height'); svg.style.width = '100%'; svg.style.height = 'auto';
+            texts(svg, svg.getBoundingClientRect().width / svg.viewBox.baseVal.width, img.src.split('/').pop());
+        }
+        holder.remove();
+    }
+    for (const wrap of document.querySelectorAll('article .md-typeset__scrollwrap')) {
+        if (wrap.scrollWidth > wrap.clientWidth + 1 && !(wrap.previousElementSibling || {classList: {contains: () => false}}).classList.contains('gpukit-scroll-hint'))
+            out.uncued.push((wrap.querySelector('th') || {textContent: '?'}).textContent.slice(0, 30));
+    }
+    for (const code of document.querySelectorAll('article pre > code')) {
+        const longest = Math.max(0, ...code.innerText.split('\n').map(l => l.length));
+        if (longest > 88) out.widecode.push(code.innerText.split('\n')[0].slice(0, 40) + ' (' + longest + ' columns)');
+        if (code.scrollWidth > code.clientWidth + 1 && code.checkVisibility()) out.scrollcode.push(code.innerText.split('\n')[0].slice(0, 40));
+    }
+    return out;
+}"""
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
 def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
@@ -167,6 +231,18 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
             problems.append(f"{path}: {code_blocks} code blocks but no copy button")
         if not h1:
             problems.append(f"{path}: no title")
+        read = page.evaluate(READABLE, dark)
+        if viewport == "phone" and read["small"]:
+            problems.append(f"{path}: figure text below 11 px on a phone: {read['small'][:3]}")
+        if read["overlap"]:
+            problems.append(f"{path}: figure labels on top of each other: {read['overlap'][:3]}")
+        if read["uncued"]:
+            problems.append(f"{path}: tables that scroll sideways with no cue: {read['uncued'][:3]}")
+        if viewport == "desktop" and (read["widecode"] or read["scrollcode"]):
+            problems.append(f"{path}: code wider than 88 columns {read['widecode'][:3]} or scrolling "
+                            f"sideways {read['scrollcode'][:3]}")
+        if dark and read["undark"]:
+            problems.append(f"{path}: figures not drawn for the dark scheme: {read['undark'][:3]}")
         page.context.close()
     assert not problems, "\n".join(problems)
     assert len(list(shots.glob(f"*{suffix}.png"))) >= len(all_pages)
@@ -194,16 +270,84 @@ def _blank_plots(page) -> list[int]:
     return blank
 
 
-@pytest.mark.parametrize("word", ["kernel", "bandwidth"])
-def test_search_finds(site, browser, word):
+#: a word a reader searches for -> a page (and section) that teaches it, which must be among the
+#: first results; "coalescing" is written "coalesced" there, so only a stemmed index finds it
+SEARCHES = {
+    "coalescing": ("gpu-anatomy/",),
+    "occupancy": ("gpu-anatomy/",),
+    "tensor": ("glossary/", "tensor-cores/"),
+    "warp": ("gpu-anatomy/", "glossary/#warp"),
+    "bandwidth": ("gpu-anatomy/", "vector-add/"),
+    "kernel": ("vector-add/",),
+}
+
+
+@pytest.mark.parametrize("word", sorted(SEARCHES))
+def test_search_finds_the_section_that_teaches(site, browser, word):
     _, base = site
     errors, _, _, page = visit(browser, base)
     page.locator("input.md-search__input").click()
     page.keyboard.type(word, delay=20)  # real key presses: the search reacts to typing
     results = page.locator(".md-search-result__item")
     results.first.wait_for(timeout=15000)
-    assert results.count() > 0
+    count = -1
+    while count != results.count():            # the list grows as the index answers: let it settle
+        count = results.count()
+        page.wait_for_timeout(400)
+    links = [a.get_attribute("href") for a in page.locator(".md-search-result__item a").all()][:20]
+    assert any(p in (href or "") for href in links for p in SEARCHES[word]), (word, links)
+    assert not any("#other-machines" in (href or "") for href in links)   # the appendix is not indexed
     assert not errors
+    page.context.close()
+
+
+def test_figures_open_full_size(site, browser):
+    _, base = site
+    *_, page = visit(browser, base + "vector-add/", size=(390, 844))
+    figure = page.locator("article .gpukit-zoomable").first
+    figure.scroll_into_view_if_needed()
+    figure.click()
+    box = page.locator(".gpukit-lightbox")
+    box.wait_for(timeout=5000)
+    shown = box.locator("svg, img").first.bounding_box()
+    assert shown["width"] > 390              # wider than the phone's screen: pan around it
+    page.keyboard.press("Escape")
+    assert page.locator(".gpukit-lightbox").count() == 0
+    page.context.close()
+
+
+def test_install_commands_carry_the_address_the_site_is_served_from(site, browser):
+    _, base = site
+    *_, page = visit(browser, base + "installing-cuda/")
+    text = page.locator("article").inner_text()
+    assert f'pip install "gpukit[torch] @ {base}dist/gpukit-' in text
+    assert "GPUKIT_WHEEL_URL" not in text
+    page.context.close()
+
+
+def test_console_blocks_copy_without_prompts(site, browser):
+    _, base = site
+    *_, page = visit(browser, base + "installing-cuda/")
+    copied = page.evaluate("""() => {
+        const code = [...document.querySelectorAll('article pre > code')].find(c => c.innerText.includes('$ pip install'));
+        code.setAttribute('data-md-copying', '');
+        const text = code.innerText;
+        code.removeAttribute('data-md-copying');
+        return [code.innerText, text];
+    }""")
+    shown, copied_text = copied
+    assert "$ " in shown and "$ " not in copied_text and "pip install" in copied_text
+    page.context.close()
+
+
+def test_a_downloaded_notebook_installs_from_this_site(site, browser):
+    _, base = site
+    *_, page = visit(browser, base + "executed/vector_add/")
+    with page.expect_download() as info:
+        page.locator("a.gpukit-notebook").click()
+    import json
+    nb = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
+    assert f'%pip install "gpukit[torch] @ {base}dist/gpukit-' in "".join(nb["cells"][0]["source"])
     page.context.close()
 
 
@@ -224,7 +368,7 @@ def test_example_pages_offer_the_script_for_download(site, browser):
     assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
     for path in examples:
         _, _, _, page = visit(browser, base + path)
-        link = page.locator("a[download]")
+        link = page.locator("a[download]:not(.gpukit-notebook)")
         assert link.count() == 1, path
         href = link.get_attribute("href")
         from urllib.parse import urljoin

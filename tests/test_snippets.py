@@ -40,9 +40,8 @@ from tests.helpers import ROOT
 REQUIRE_GPU = os.environ.get("GPUKIT_REQUIRE_GPU") == "1"
 RESULT = "snippet-test-result:"
 
-#: every chapter with code on its page (the cloud chapter has none)
-EXPECTED = {"why-gpus", "gpu-anatomy", "vector-add", "timing", "ladder", "mandelbrot",
-            "cats-vs-dogs", "matmul", "profiling", "exercises", "graphics", "simulation"}
+#: every chapter with a benchmark has code on its page (the cloud chapter and the glossary have none)
+EXPECTED = {c.slug.replace("_", "-") for c in CHAPTERS if c.benchmarks}
 
 BOOT = r'''
 import importlib.abc, json, os, runpy, sys
@@ -100,7 +99,7 @@ def report_of(proc) -> dict:
 
 
 def test_every_chapter_with_code_is_checked():
-    assert set(PAGES) == EXPECTED, sorted(PAGES)
+    assert EXPECTED <= set(PAGES), sorted(EXPECTED - set(PAGES))
 
 
 def test_the_hiding_is_what_stops_gpukit(tmp_path):

@@ -215,7 +215,7 @@ def test_quick_cpu_run_renders_the_chapter(tmp_path, monkeypatch):
     results.save(measure.NAME, data, root=tmp_path)
     md = pages.render(measure.NAME, "first_call", root=tmp_path)
     assert "`numba-cpu`" in md and "Measured on" in md
-    assert "total to first result" in pages.render(measure.NAME, "context", root=tmp_path)
+    assert "start Python" in pages.render(measure.NAME, "context", root=tmp_path)
     assert "max / min" in pages.render(measure.NAME, "one_run", root=tmp_path)
     for view in ("one_run_plot", "cache_plot"):
         html = _markdown(pages.render(measure.NAME, view, root=tmp_path))

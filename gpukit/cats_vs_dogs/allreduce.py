@@ -20,10 +20,10 @@ import torch
 class AveragedGradients:
     """Wraps an optimiser so that its step uses gradients averaged over the processes.
 
-    ``zero_grad`` zeroes the flat buffer (the views stay in place); ``step`` all-reduces it and
-    steps. ``exchange=False`` skips the all-reduce: the same step without the exchange, which
-    the step breakdown times. Every process must start from the same weights
-    (:func:`same_start` makes it so).
+    ``zero_grad`` zeroes the flat buffer (the views stay in place); ``step``
+    all-reduces it and steps. ``exchange=False`` skips the all-reduce: the same step
+    without the exchange, which the step breakdown times. Every process must start
+    from the same weights (:func:`same_start` makes it so).
     """
 
     def __init__(self, opt, params, world: int, *, exchange: bool = True):
@@ -31,13 +31,14 @@ class AveragedGradients:
         if not params:
             raise ValueError("no parameters to average the gradients of")
         self.opt, self.world, self.exchange = opt, world, exchange
-        self.flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device,
-                                dtype=params[0].dtype)
+        self.flat = torch.zeros(sum(p.numel() for p in params),
+                                device=params[0].device, dtype=params[0].dtype)
         offset = 0
         for p in params:
             if p.dtype != self.flat.dtype:
-                raise ValueError(f"parameters of two dtypes: {self.flat.dtype}, {p.dtype}")
-            # a dense parameter covers numel() elements in a row: its own strides fit there
+                raise ValueError(
+                    f"parameters of two dtypes: {self.flat.dtype}, {p.dtype}")
+            # a dense parameter covers numel() elements in a row: its strides fit
             p.grad = self.flat.as_strided(p.shape, p.stride(), offset)
             offset += p.numel()
 

@@ -34,11 +34,13 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     import warnings
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pickle-protocol notes from the safe unpickler
-            state = torch.load(path, map_location=map_location, weights_only=True)
+            # the safe unpickler's notes about pickle protocols
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=map_location,
+                               weights_only=True)
     except pickle.UnpicklingError:
-        raise ValueError("not a checkpoint file (or one that holds more than tensors and "
-                         "plain data)") from None
+        raise ValueError("not a checkpoint file (or one that holds more than "
+                         "tensors and plain data)") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise ValueError("not a gpukit cats-vs-dogs checkpoint")
     return state

@@ -64,8 +64,8 @@ def skipped_warning(bad: list, where: str = "") -> str:
 # --8<-- [start:augment]
 @functools.lru_cache(maxsize=16)
 def _mean_std(device: torch.device, dtype: torch.dtype):
-    # Made once per device: building them per batch would copy from the host every step,
-    # and a copy from pageable host memory waits for the GPU to catch up.
+    # Made once per device: building them per batch would copy from the host every
+    # step, and a copy from pageable host memory waits for the GPU to catch up.
     return (torch.tensor(MEAN, dtype=dtype).view(1, 3, 1, 1).to(device),
             torch.tensor(STD, dtype=dtype).view(1, 3, 1, 1).to(device))
 
@@ -76,10 +76,12 @@ def normalise(x: torch.Tensor) -> torch.Tensor:
     return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
 
 
-def augment(images: torch.Tensor, size: int, generator: torch.Generator | None = None, *,
-            scale: tuple[float, float] = (0.25, 1.0), ratio: tuple[float, float] = (3 / 4, 4 / 3),
+def augment(images: torch.Tensor, size: int,
+            generator: torch.Generator | None = None, *,
+            scale: tuple[float, float] = (0.25, 1.0),
+            ratio: tuple[float, float] = (3 / 4, 4 / 3),
             flip: bool = True, jitter: float = 0.2) -> torch.Tensor:
-    """Random resized crop + horizontal flip + brightness/contrast jitter for a whole batch.
+    """Random resized crop + horizontal flip + brightness/contrast jitter, whole batch.
 
     ``images`` is uint8 ``(B, 3, S, S)`` on any device. One affine sampling grid per
     photo does the crop, the resize to ``size x size`` and the flip in one
@@ -90,7 +92,8 @@ def augment(images: torch.Tensor, size: int, generator: torch.Generator | None =
     area = scale[0] + (scale[1] - scale[0]) * r[:, 0]
     log_lo, log_hi = math.log(ratio[0]), math.log(ratio[1])
     aspect = torch.exp(log_lo + (log_hi - log_lo) * r[:, 1])
-    w = torch.sqrt(area * aspect).clamp(max=1.0)  # crop width, as a fraction of the photo
+    # crop width and height, as fractions of the photo
+    w = torch.sqrt(area * aspect).clamp(max=1.0)
     h = torch.sqrt(area / aspect).clamp(max=1.0)
     cx = (1 - w) * (2 * r[:, 2] - 1)  # crop centre in grid coordinates (-1..1)
     cy = (1 - h) * (2 * r[:, 3] - 1)
@@ -99,8 +102,8 @@ def augment(images: torch.Tensor, size: int, generator: torch.Generator | None =
     theta[:, 0, 0], theta[:, 0, 2] = w * sign, cx
     theta[:, 1, 1], theta[:, 1, 2] = h, cy
     grid = F.affine_grid(theta, [b, 3, size, size], align_corners=False)
-    x = F.grid_sample(images.float(), grid, mode="bilinear", padding_mode="reflection",
-                      align_corners=False)
+    x = F.grid_sample(images.float(), grid, mode="bilinear",
+                      padding_mode="reflection", align_corners=False)
     if jitter:
         bright = 1 + jitter * (2 * r[:, 5] - 1)
         contrast = 1 + jitter * (2 * r[:, 6] - 1)
@@ -114,7 +117,8 @@ def prepare_eval(images: torch.Tensor, size: int) -> torch.Tensor:
     """Validation photos: the whole stored square, resized (antialiased) to ``size``."""
     x = images if images.is_floating_point() else images.float()
     if x.shape[-1] != size:
-        x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+        x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True,
+                          align_corners=False)
     return normalise(x)
 # --8<-- [end:augment]
 

@@ -205,7 +205,8 @@ class Schedule:
 
 # --8<-- [start:step]
 def train_step(model, opt, sched, x, y, *, criterion, amp):
-    """One optimisation step; returns the loss and the number of right answers, on the device."""
+    """One optimisation step; returns the loss and the number of right answers, both
+    on the device."""
     with amp:
         logits = model(x)
         loss = criterion(logits, y)

@@ -30,12 +30,12 @@ from pathlib import Path
 
 
 #: A typical tutorial pipeline (ImageFolder + PIL DataLoader, fp32, small CNN, 30 epochs at
-#: 128 px) as cited by the issue that set this chapter's targets, timed on an H200 runner
-#: outside this benchmark. Shown as a cited reference only: the "ten times" verdict uses the
-#: pipeline measured in the same run (``throughput.tutorial_measured``).
+#: 128 px), timed on an H200 runner outside this benchmark when the chapter's targets were
+#: set. Shown as a reference only: the "ten times" target uses the pipeline measured in the
+#: same run (``throughput.tutorial_measured``).
 TUTORIAL_REPORTED = {"images_per_s": 3483, "val_acc": 0.815, "wall_s": 22,
-                     "source": "cited by the issue that set this chapter's targets (an H200 runner, "
-                               "30 epochs at 128 px), not measured by this benchmark"}
+                     "source": "reported outside this benchmark (an H200 runner, 30 epochs "
+                               "at 128 px)"}
 
 
 # --------------------------------------------------------------------- helpers

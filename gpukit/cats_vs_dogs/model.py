@@ -23,7 +23,8 @@ class Residual(nn.Module):
 
     def __init__(self, channels: int):
         super().__init__()
-        self.body = nn.Sequential(conv_bn(channels, channels), conv_bn(channels, channels))
+        self.body = nn.Sequential(conv_bn(channels, channels),
+                                  conv_bn(channels, channels))
 
     def forward(self, x):
         return x + self.body(x)
@@ -40,8 +41,8 @@ class CatDogNet(nn.Module):
             conv_bn(2 * c, 4 * c), Residual(4 * c), nn.MaxPool2d(2),      # -> 8
             conv_bn(4 * c, 8 * c), Residual(8 * c),                       # 8 x 8
         )
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout),
-                                  nn.Linear(8 * c, num_classes))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Dropout(dropout), nn.Linear(8 * c, num_classes))
 
     def forward(self, x):
         return self.head(self.features(x))

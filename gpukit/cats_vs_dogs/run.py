@@ -77,11 +77,12 @@ class Dist:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return bool(t.item())
 
-    def share_buffers(self, model: nn.Module):
-        """Every process takes process 0's floating-point buffers (BatchNorm's running statistics),
-        flattened into one broadcast; the integer step counters advance alike everywhere."""
+    def share_buffers(self, *models: nn.Module | None):
+        """Every process takes process 0's floating-point buffers (BatchNorm's running statistics)
+        of ``models``, flattened into one broadcast; the integer step counters advance alike
+        everywhere."""
         if self.world > 1:
-            broadcast_flat(model.buffers(), 0)
+            broadcast_flat([b for m in models if m is not None for b in m.buffers()], 0)
 
     def close(self):
         if self.world > 1:
@@ -109,12 +110,15 @@ class Progress:
             sys.stderr.flush()
 
 
-def weights_digest(model: nn.Module) -> str:
-    """sha256 of every parameter and buffer: equal on all processes of a healthy data-parallel run."""
+def weights_digest(*models: nn.Module | None) -> str:
+    """sha256 of every parameter and buffer of ``models`` (the trained network and its weight
+    average, BatchNorm statistics included): equal on all processes of a healthy data-parallel
+    run."""
     h = hashlib.sha256()
-    for name, t in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(t.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+    for k, model in enumerate(m for m in models if m is not None):
+        for name, t in sorted(model.state_dict().items()):
+            h.update(f"{k}.{name}".encode())
+            h.update(t.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -342,7 +346,9 @@ class Run:
 
     def steps_done(self, epoch: int):
         self.progress.clear()
-        self.dist.share_buffers(self.training.model)  # the same BatchNorm statistics everywhere
+        # the same BatchNorm statistics everywhere, in the network and in its weight average
+        t = self.training
+        self.dist.share_buffers(t.model, t.ema and t.ema.model)
         if epoch == self.training.start_epoch and sum(self.stream_skipped):
             self.say(f"warning: skipped {sum(self.stream_skipped)} unreadable training file(s)")
 
@@ -406,7 +412,7 @@ class Run:
             "skipped": len(self.skipped) + sum(self.stream_skipped),  # streamed: the last epoch's count
             "history": t.history, "precision": self.precision, "device": str(self.dev),
             "world_size": dist.world, "params": count_params(t.model), "config": dataclasses.asdict(cfg),
-            "checkpoint": cfg.out, "digest": weights_digest(t.model), "resumed": self.resumed,
+            "checkpoint": cfg.out, "digest": weights_digest(t.model, t.ema and t.ema.model), "resumed": self.resumed,
         }
         if dist.world > 1:
             print(f"rank {dist.rank} weights sha256 {report['digest']}", flush=True)

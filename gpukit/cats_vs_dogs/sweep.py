@@ -15,10 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+#: the results name of the sweep's record
+NAME = "cats_vs_dogs_sweep"
 
 #: name -> changes to the recipe (``TrainConfig`` fields); "recipe" is the command's defaults
 VARIANTS = {
@@ -86,13 +92,26 @@ def _train_share(args) -> int:
     return 0
 
 
+def save(data: dict, machine: dict, out: str | None) -> str:
+    """Write the sweep's record through :mod:`gpukit.results`, stamped with the schema, the
+    machine and the code's commit: to ``out`` when given, else to the machine's results folder."""
+    from .. import results
+    if out is None:
+        return str(results.save(NAME, data, machine=machine))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = results.save(NAME, data, root=Path(tmp), machine=machine)
+        shutil.move(str(path), out)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--data", default=None)
     p.add_argument("--budget-s", type=float, default=500.0, help="start no run after this long")
-    p.add_argument("--out", required=True, help="JSON file to write")
+    p.add_argument("--out", default=None,
+                   help="JSON file to write (default: results/<machine>/cats_vs_dogs_sweep.json)")
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--epochs", type=int, default=0, help="override every variant's epochs (quick checks)")
     p.add_argument("--gpus", type=int, default=1, help="one process per GPU, runs dealt in turn")
@@ -101,13 +120,14 @@ def main(argv=None) -> int:
     if args.share:
         return _train_share(args)
     t0 = time.perf_counter()
+    stem = args.out or os.path.join(tempfile.gettempdir(), f"gpukit_sweep_{os.getpid()}.json")
     procs = []
     for k in range(args.gpus):
         env = dict(os.environ)
         if args.gpus > 1:
             env["CUDA_VISIBLE_DEVICES"] = str(k)
         cmd = [sys.executable, "-m", "gpukit.cats_vs_dogs.sweep", "--share", f"{k}/{args.gpus}",
-               "--out", f"{args.out}.{k}", "--variants", *args.variants, "--seeds", *map(str, args.seeds),
+               "--out", f"{stem}.{k}", "--variants", *args.variants, "--seeds", *map(str, args.seeds),
                "--budget-s", str(args.budget_s), "--limit", str(args.limit), "--epochs", str(args.epochs)]
         if args.data:
             cmd += ["--data", args.data]
@@ -115,20 +135,18 @@ def main(argv=None) -> int:
     codes = [proc.wait() for proc in procs]
     parts = []
     for k in range(args.gpus):
-        if os.path.exists(f"{args.out}.{k}"):
-            with open(f"{args.out}.{k}", encoding="utf-8") as fh:
+        if os.path.exists(f"{stem}.{k}"):
+            with open(f"{stem}.{k}", encoding="utf-8") as fh:
                 parts.append(json.load(fh))
-            os.unlink(f"{args.out}.{k}")
+            os.unlink(f"{stem}.{k}")
     if not parts:
         print(f"the sweep trained nothing (exit codes {codes})", file=sys.stderr)
         return 1
     runs = [r for part in parts for r in part["runs"]]
-    record = {"benchmark": "cats_vs_dogs_sweep", "machine": parts[0]["machine"], "base": parts[0]["base"],
-              "variants": {k: VARIANTS[k] for k in args.variants}, "seeds": args.seeds,
-              "gpus": args.gpus, "wall_s": time.perf_counter() - t0, "runs": runs,
-              "sweep": choose(runs)}
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, indent=1)
+    record = {"base": parts[0]["base"], "variants": {k: VARIANTS[k] for k in args.variants},
+              "seeds": args.seeds, "gpus": args.gpus, "wall_s": time.perf_counter() - t0,
+              "runs": runs, "sweep": choose(runs)}
+    save(record, parts[0]["machine"], args.out)
     for row in record["sweep"]["rows"]:
         print(f"{row['name']:<14} selection {100 * row['selection_mean']:.1f} %  test "
               f"{100 * row['test_mean']:.1f} % ({len(row['seeds'])} seeds)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 
 from . import data
+from .advisor import GIB
 
 LEARN = [
     "what AWS rents for training, inference and graphics, and the cheaper ways to rent a GPU",
@@ -30,17 +31,17 @@ def card() -> str:
     training = next(v for k, v in memory.items() if "training" in k)
     listed = [g for g in data.gpus() if g.get("price_usd")]
     first = min(listed, key=lambda g: g["price_usd"])
-    most = max(listed, key=lambda g: (g["memory_gb"], -g["price_usd"]))
+    most = max(listed, key=lambda g: (g["memory_gib"], -g["price_usd"]))
     takeaways = [
         f"{len(rented)} NVIDIA instance sizes with an on-demand price run from {_usd(cheap['price_per_hour'])} "
         f"an hour (`{cheap['name']}`, {cheap['accelerator']}) to {_usd(dear['price_per_hour'])} "
         f"(`{dear['name']}`, {dear['accelerator_count']} x {dear['accelerator']}); "
         f"the cheapest {h100['accelerator']} ({h100['accelerator_count']} in `{h100['name']}`): "
         f"{_usd(h100['price_per_hour'])} an hour.",
-        f"A 7-billion-parameter model needs {weights / 1e9:,.0f} GB for its weights in bf16, and "
-        f"{training / 1e9:,.0f} GB to train with Adam in mixed precision, {training / weights:.0f} times more.",
+        f"A 7-billion-parameter model needs {weights / GIB:,.0f} GiB for its weights in bf16, and "
+        f"{training / GIB:,.0f} GiB to train with Adam in mixed precision, {training / weights:.0f} times more.",
         f"The cheapest card with a list price is the {first['name']} ({_usd(first['price_usd'])}, "
-        f"{first['memory_gb']:,.0f} GB); the most memory on one listed card, {most['memory_gb']:,.0f} GB, "
+        f"{first['memory_gib']:,.0f} GiB); the most memory on one listed card, {most['memory_gib']:,.0f} GiB, "
         f"comes with the {most['name']} at {_usd(most['price_usd'])}.",
     ]
     source = (f"from `gpukit/data/` (AWS prices in {data.instances_doc()['region']}, price list of "

@@ -23,10 +23,10 @@ import yaml
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 INSTANCE_NUMBERS = ("accelerator_count", "accelerator_memory_gib", "vcpus", "memory_gib", "price_per_hour")
-GPU_NUMBERS = ("memory_gb", "bandwidth_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp64_ratio",
+GPU_NUMBERS = ("memory_gib", "bandwidth_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp64_ratio",
                "power_w", "price_usd")
 CATEGORIES = ("training", "inference", "graphics")
-STACKS = ("cuda", "rocm", "neuron", "none")
+STACKS = ("cuda", "rocm", "neuron", "qualcomm", "none")
 UNITS = ("instance", "ultraserver")
 SEGMENTS = ("consumer", "workstation", "data-centre", "cloud-only")
 STALE_AFTER_MONTHS = 6

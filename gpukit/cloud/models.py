@@ -1,8 +1,9 @@
 """Architectures of the models ``gpukit advise --model NAME`` knows, from their published configs.
 
 Each preset keeps the numbers the memory and speed formulas need (layers, hidden size, attention and
-key/value heads) and, for the newer ones, what the parameter count follows from (MLP width,
-vocabulary, experts), so :func:`count_params` can count total and active parameters instead of
+key/value heads, the context window: ``max_position_embeddings`` of the config, read from
+``context_source`` where ``source`` does not give it) and, for the newer ones, what the parameter count
+follows from (MLP width, vocabulary, experts), so :func:`count_params` can count total and active parameters instead of
 rounding a headline ("70B"). ``source`` is the config that was read; ``source_date`` the date of the
 commit or release it comes from, where known.
 """
@@ -34,6 +35,8 @@ class Preset:
     tied_embeddings: bool = False
     sliding_window: int | None = None
     source_date: str | None = None
+    context: int | None = None           # the longest sequence the model was built for, in tokens
+    context_source: str | None = None
 
     @property
     def head_dim(self) -> int:
@@ -45,26 +48,34 @@ def _hf(repo: str) -> str:
 
 
 PRESETS: dict[str, Preset] = {
-    "llama-2-7b": Preset(32, 4096, 32, 32, _hf("meta-llama/Llama-2-7b-hf"), params=6.74e9),
+    "llama-2-7b": Preset(32, 4096, 32, 32, _hf("meta-llama/Llama-2-7b-hf"), intermediate=11008,
+                         vocab=32000, context=4096),
     "llama-2-70b": Preset(80, 8192, 64, 8, LLAMA_SKUS, intermediate=28672, vocab=32000,
-                          source_date=LLAMA_SKUS_DATE),
-    "llama-3-8b": Preset(32, 4096, 32, 8, _hf("meta-llama/Meta-Llama-3-8B"), params=8.03e9),
-    "llama-3-70b": Preset(80, 8192, 64, 8, _hf("meta-llama/Meta-Llama-3-70B"), params=70.6e9),
+                          source_date=LLAMA_SKUS_DATE, context=4096,
+                          context_source=_hf("meta-llama/Llama-2-70b-hf")),
+    "llama-3-8b": Preset(32, 4096, 32, 8, _hf("meta-llama/Meta-Llama-3-8B"), intermediate=14336,
+                         vocab=128256, context=8192),
+    "llama-3-70b": Preset(80, 8192, 64, 8, _hf("meta-llama/Meta-Llama-3-70B"), intermediate=28672,
+                          vocab=128256, context=8192),
     "llama-3.1-8b": Preset(32, 4096, 32, 8, LLAMA_SKUS, intermediate=14336, vocab=128256,
-                           source_date=LLAMA_SKUS_DATE),
+                           source_date=LLAMA_SKUS_DATE, context=131072,
+                           context_source=_hf("meta-llama/Llama-3.1-8B")),
     "llama-3.1-70b": Preset(80, 8192, 64, 8, LLAMA_SKUS, intermediate=28672, vocab=128256,
-                            source_date=LLAMA_SKUS_DATE),
+                            source_date=LLAMA_SKUS_DATE, context=131072,
+                            context_source=_hf("meta-llama/Llama-3.1-70B")),
     "llama-3.1-405b": Preset(126, 16384, 128, 8, LLAMA_SKUS, intermediate=53248, vocab=128256,
-                             source_date=LLAMA_SKUS_DATE),
+                             source_date=LLAMA_SKUS_DATE, context=131072,
+                             context_source=_hf("meta-llama/Llama-3.1-405B")),
     "mistral-7b": Preset(32, 4096, 32, 8, _hf("mistralai/Mistral-7B-v0.1"), intermediate=14336, vocab=32000,
-                         sliding_window=4096),
+                         sliding_window=4096, context=32768),
     "mixtral-8x7b": Preset(32, 4096, 32, 8, "https://huggingface.co/mistralai/Mixtral-8x7B-Instruct-v0.1/blob/"
                            "eba92302a2861cdc0098cc54bc9f17cb2c47eb61/config.json",
-                           intermediate=14336, vocab=32000, experts=8, active_experts=2),
+                           intermediate=14336, vocab=32000, experts=8, active_experts=2,
+                           context=32768),
     "qwen2.5-7b": Preset(28, 3584, 28, 4, _hf("Qwen/Qwen2.5-7B"), intermediate=18944, vocab=152064,
-                         qkv_bias=True),
+                         qkv_bias=True, context=131072),
     "qwen2.5-72b": Preset(80, 8192, 64, 8, _hf("Qwen/Qwen2.5-72B"), intermediate=29568, vocab=152064,
-                          qkv_bias=True),
+                          qkv_bias=True, context=131072),
 }
 
 #: Parameter counts the model makers publish, to check :func:`count_params` against.

@@ -75,12 +75,12 @@ def _ratio(g: dict) -> str:
 
 
 def _gpu_row(g: dict) -> list:
-    return [g["name"], g["stack"], _num(g["memory_gb"]), _num(g["bandwidth_gbs"]), _num(g["fp32_tflops"], "{:,.1f}"),
+    return [g["name"], g["stack"], _num(g["memory_gib"], "{:,.4g}"), _num(g["bandwidth_gbs"]), _num(g["fp32_tflops"], "{:,.1f}"),
             _num(g["tf32_tflops"], "{:,.1f}"), _num(g["bf16_tflops"], "{:,.1f}"), _ratio(g), _num(g["power_w"]),
             _num(g["price_usd"]), _link(g["source"])]
 
 
-GPU_HEADER = ["GPU", "software", "memory GB", "bandwidth GB/s", "FP32 TFLOP/s", "TF32 dense", "BF16 dense",
+GPU_HEADER = ["GPU", "software", "memory GiB", "bandwidth GB/s", "FP32 TFLOP/s", "TF32 dense", "BF16 dense",
               "FP64:FP32", "power W", "list price USD", "source"]
 
 
@@ -112,21 +112,21 @@ def fp64_summary() -> str:
             + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
 
 
-def largest_model(memory_gb: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
-    """The largest preset whose inference estimate (with headroom) fits ``memory_gb``, and its need."""
+def largest_model(memory_gib: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
+    """The largest preset whose inference estimate (with headroom) fits ``memory_gib``, and its need."""
     from .advisor import HEADROOM, Workload, estimate
     from .models import PRESETS, count_params
     best = None
     for name in sorted(PRESETS, key=lambda n: count_params(PRESETS[n])[0]):
-        need = estimate(Workload.from_preset(name, precision=precision, seq=seq)).total_gb * HEADROOM
-        if need <= memory_gb:
+        need = estimate(Workload.from_preset(name, precision=precision, seq=seq)).total_gib * HEADROOM
+        if need <= memory_gib:
             best = (name, need)
     return best
 
 
-def _fits(memory_gb: float, precision: str) -> str:
-    best = largest_model(memory_gb, precision)
-    return "-" if best is None else f"{best[0]} ({best[1]:,.1f} GB)"
+def _fits(memory_gib: float, precision: str) -> str:
+    best = largest_model(memory_gib, precision)
+    return "-" if best is None else f"{best[0]} ({best[1]:,.1f} GiB)"
 
 
 @data_renderer("cloud", "tiers")
@@ -136,16 +136,21 @@ def tiers() -> str:
         for g in sorted(data.gpus(), key=lambda g: g.get("price_usd") or 0):
             if g.get("price_usd") and lo <= g["price_usd"] < hi:
                 rows.append([label, g["name"], _num(g["price_usd"]), g.get("price_date") or "-",
-                             _num(g["memory_gb"]), _num(g["bandwidth_gbs"]), _num(g["price_usd"] / g["memory_gb"]),
-                             _fits(g["memory_gb"], "bf16"), _fits(g["memory_gb"], "int8"),
-                             _fits(g["memory_gb"], "int4")])
+                             _num(g["memory_gib"]), _num(g["bandwidth_gbs"]), _num(g["price_usd"] / g["memory_gib"]),
+                             _fits(g["memory_gib"], "bf16"), _fits(g["memory_gib"], "int8"),
+                             _fits(g["memory_gib"], "int4")])
     for g in data.gpus():
         if not g.get("price_usd") and g["segment"] in ("consumer", "workstation"):
-            rows.append([f"no list price ({g['segment']})", g["name"], "-", "-", _num(g["memory_gb"]),
-                         _num(g["bandwidth_gbs"]), "-", _fits(g["memory_gb"], "bf16"), _fits(g["memory_gb"], "int8"),
-                         _fits(g["memory_gb"], "int4")])
-    return (table(["tier", "GPU", "launch price USD", "launched", "memory GB", "bandwidth GB/s",
-                   "USD per GB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll")
+            rows.append([f"no list price ({g['segment']})", g["name"], "-", "-", _num(g["memory_gib"]),
+                         _num(g["bandwidth_gbs"]), "-", _fits(g["memory_gib"], "bf16"), _fits(g["memory_gib"], "int8"),
+                         _fits(g["memory_gib"], "int4")])
+    empty = [label for label, *_ in TIERS if not any(r[0] == label for r in rows)]
+    gap = (f"\n\n<small>No card in the data has a launch list price in the tier{'s' if len(empty) > 1 else ''} "
+           f"{', '.join(empty)}; cards without a list price in the data are listed apart, under \"no list price\"."
+           "</small>"
+           if empty else "")
+    return (table(["tier", "GPU", "launch price USD", "launched", "memory GiB", "bandwidth GB/s",
+                   "USD per GiB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll") + gap
             + f"\n\n<small>Launch list prices and dates from `gpukit/data/gpus.yaml` (sources in the table above); no "
               "dated street price was found, so none is shown: today's shop prices can be far from these. "
               f"\"Largest preset\" is `gpukit advise` on one card: inference, {TIER_SEQ}-token context, batch 1, "
@@ -199,11 +204,12 @@ def models() -> str:
     for name, p in PRESETS.items():
         total, active = count_params(p)
         counted = "counted" if p.intermediate else "published"
+        window = _num(p.context) + (f" ({_link(p.context_source, 'config')})" if p.context_source else "")
         rows.append([f"`{name}`", f"{total / 1e9:,.2f}", f"{active / 1e9:,.2f}" if active < total else "all",
-                     p.layers, p.hidden, p.heads, p.kv_heads, counted,
+                     p.layers, p.hidden, p.heads, p.kv_heads, window, counted,
                      _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")])
     return (table(["preset", "parameters (billions)", "active per token", "layers", "hidden", "heads", "KV heads",
-                   "count", "source"], rows, "lrrrrrrll")
+                   "context (tokens)", "count", "source"], rows, "lrrrrrrrll")
             + "\n\n<small>\"counted\": total and active parameters counted from the config's layer sizes "
               "(`gpukit.cloud.models.count_params`); \"published\": the count the model card gives.</small>")
 
@@ -212,7 +218,9 @@ def models() -> str:
 def assumptions() -> str:
     from . import advisor, machines
     rows = [["a machine fits when its accelerator memory is at least", f"{advisor.HEADROOM:.2f} x the estimate"],
-            ["inference runtime overhead", f"{advisor.INFERENCE_OVERHEAD:.0%} of the weights"],
+            ["inference workspace", "the largest forward pass: residual stream, MLP or logits (no "
+             "attention scores: a fused kernel)"],
+            ["memory unit", "GiB (2^30 bytes), as AWS lists accelerator memory"],
             ["compute efficiency where nothing was measured", f"{machines.DEFAULT_EFFICIENCY:.0%} of dense peak"],
             ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
             ["GPUs to buy: at most", f"{machines.MAX_GPUS} cards"]]
@@ -220,14 +228,36 @@ def assumptions() -> str:
     return table(["assumption", "value"], rows, "ll")
 
 
+@data_renderer("cloud", "advisor-check")
+def advisor_check() -> str:
+    """The advisor beside what this project measured running a language model (if recorded)."""
+    from .advisor import GIB
+    from .machines import compare_records, measurements
+    header = ["GPU", "model", "weights", "batch", "context", "measured tok/s", "advisor tok/s", "difference",
+              "measured peak GiB", "advisor GiB", "difference"]
+    rows = compare_records(measurements())
+    if not rows:
+        return (table(header, [["no run recorded yet"] + ["-"] * (len(header) - 1)], "l" * len(header))
+                + "\n\n<small>No language-model run has been recorded yet: once "
+                  "`results/<machine>/llm_inference.json` exists, this table puts its measured speed and peak "
+                  "memory beside the advisor's estimates.</small>")
+    body = [[r["gpu"], f"`{r['model']}`", r["precision"], r["batch"], _num(r["context"]),
+             _num(r["measured_tokens_per_s"]), _num(r["estimate_tokens_per_s"]),
+             f"{(r['estimate_tokens_per_s'] - r['measured_tokens_per_s']) / r['measured_tokens_per_s']:+.1%}",
+             f"{r['measured_peak_bytes'] / GIB:,.2f}", f"{r['estimate_memory_bytes'] / GIB:,.2f}",
+             f"{(r['estimate_memory_bytes'] - r['measured_peak_bytes']) / r['measured_peak_bytes']:+.1%}"]
+            for r in rows]
+    return table(header, body, "lllrrrrrrrr")
+
+
 #: Published rules of thumb the advisor is checked against (tests/test_cloud.py holds it to 10 %).
 RULES = [
     ("7B model, weights in bf16", dict(params=7e9, precision="bf16", task="inference", layers=32, hidden=4096),
      "weights", 14e9, "2 bytes per parameter: a 7B model needs about 14 GB",
      "https://blog.eleuther.ai/transformer-math/"),
-    ("7B model, full training, Adam, mixed precision", dict(params=7e9, precision="bf16", task="full"),
-     "weights + grads + Adam", 112e9, "16 bytes per parameter: about 112 GB for 7B",
-     "https://blog.eleuther.ai/transformer-math/"),
+    ("7B model, full training, AdamW, mixed precision", dict(params=7e9, precision="bf16", task="full"),
+     "weights + grads + Adam", 126e9, "18 bytes per parameter (6 weights, 4 fp32 gradients, 8 AdamW): "
+     "126 GB for 7B", "https://huggingface.co/docs/transformers/model_memory_anatomy"),
     ("Llama-2-7B KV cache, 4096 tokens, batch 1, fp16", dict(model="llama-2-7b", precision="fp16",
      task="inference", seq=4096), "KV cache", 2e9, "about 2 GB for Llama 2 7B at 4096 tokens",
      "https://developer.nvidia.com/blog/mastering-llm-techniques-inference-optimization/"),
@@ -248,9 +278,10 @@ def rule_cases():
 
 @data_renderer("cloud", "rules")
 def rules() -> str:
-    rows = [[label, f"{got / 1e9:,.2f}", f"{rule / 1e9:,.2f}", f"{(got - rule) / rule:+.1%}", f"[{text}]({url})"]
+    from .advisor import GIB
+    rows = [[label, f"{got / GIB:,.2f}", f"{rule / GIB:,.2f}", f"{(got - rule) / rule:+.1%}", f"[{text}]({url})"]
             for label, got, rule, text, url in rule_cases()]
-    return table(["case", "advisor GB", "rule of thumb GB", "difference", "rule and source"], rows, "lrrrl")
+    return table(["case", "advisor GiB", "rule of thumb GiB", "difference", "rule and source"], rows, "lrrrl")
 
 
 #: marker and colour of each segment in the catalogue plot
@@ -267,25 +298,25 @@ def catalogue_plot() -> str:
     import matplotlib.pyplot as plt
 
     from ..pages import svg
-    gpus = [g for g in data.gpus() if g.get("memory_gb") and g.get("bandwidth_gbs")]
+    gpus = [g for g in data.gpus() if g.get("memory_gib") and g.get("bandwidth_gbs")]
     fig, ax = plt.subplots(figsize=(7.2, 4.6))
     for segment, (marker, colour) in SEGMENT_STYLE.items():
         pts = [g for g in gpus if g.get("segment") == segment]
         if pts:
-            ax.scatter([g["memory_gb"] for g in pts], [g["bandwidth_gbs"] for g in pts], marker=marker,
+            ax.scatter([g["memory_gib"] for g in pts], [g["bandwidth_gbs"] for g in pts], marker=marker,
                        color=colour, s=36, label=segment, zorder=3, edgecolors="white", linewidths=0.6)
     import math
 
     from matplotlib.ticker import FuncFormatter, LogLocator
     labelled: list[tuple[float, float]] = []
-    for g in sorted(gpus, key=lambda g: (-g["bandwidth_gbs"], -g["memory_gb"])):
-        x, y = math.log10(g["memory_gb"]), math.log10(g["bandwidth_gbs"])
+    for g in sorted(gpus, key=lambda g: (-g["bandwidth_gbs"], -g["memory_gib"])):
+        x, y = math.log10(g["memory_gib"]), math.log10(g["bandwidth_gbs"])
         if any(abs(x - a) < 0.12 and abs(y - b) < 0.06 for a, b in labelled):
             continue               # a neighbour is labelled already: the table below names it
         labelled.append((x, y))
         short = (g["name"].replace("GeForce ", "").replace("NVIDIA ", "").replace(" Blackwell", "")
                  .replace(" Server Edition", " SE").replace(" Generation", ""))
-        ax.annotate(short, (g["memory_gb"], g["bandwidth_gbs"]), xytext=(4, 3), textcoords="offset points",
+        ax.annotate(short, (g["memory_gib"], g["bandwidth_gbs"]), xytext=(4, 3), textcoords="offset points",
                     fontsize=6.5, color="#333")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -294,7 +325,7 @@ def catalogue_plot() -> str:
         axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
         axis.set_major_formatter(plain)
         axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    ax.set_xlabel("memory (GB)")
+    ax.set_xlabel("memory (GiB)")
     ax.set_ylabel("memory bandwidth (GB/s)")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="upper left", frameon=False)

@@ -29,8 +29,9 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
-// Every thread of the block gets the max (or sum) over the block: each warp reduces with
-// shuffles, warp results meet in shared memory, and warp 0 reduces those.
+// Every thread of the block gets the max (or sum) over the block: each warp
+// reduces with shuffles, warp results meet in shared memory, and warp 0 reduces
+// those.
 template <int BLOCK, bool MAX>
 __device__ __forceinline__ float block_reduce(float v, float* shared)
 {
@@ -54,8 +55,8 @@ __device__ __forceinline__ float block_reduce(float v, float* shared)
 // --8<-- [start:regs]
 template <int BLOCK, int VEC>
 __global__ void __launch_bounds__(BLOCK)
-softmax_rows_regs(const float* __restrict__ x, const float* __restrict__ bias, float scale,
-                  float* __restrict__ y, int C)
+softmax_rows_regs(const float* __restrict__ x, const float* __restrict__ bias,
+                  float scale, float* __restrict__ y, int C)
 {
     __shared__ float shared[33];
     const int C4 = C / 4;  // float4 groups in a row

@@ -168,7 +168,8 @@ def _cupy_kernels():
         "expf(scale * x + bias - row_max)", "a + b", "total = a", "0",
         "ladder_row_sum_exp", reduce_type="float")
     write = cupy.ElementwiseKernel(
-        "float32 x, float32 scale, float32 bias, float32 row_max, float32 total", "float32 y",
+        "float32 x, float32 scale, float32 bias, float32 row_max, float32 total",
+        "float32 y",
         "y = expf(scale * x + bias - row_max) / total", "ladder_softmax_write")
     return row_max, row_sum, write
 
@@ -176,16 +177,17 @@ def _cupy_kernels():
 def softmax_cupy_kernels(x, scale, bias, out):
     row_max, row_sum, write = _cupy_kernels()
     scale = np.float32(scale)
-    m = row_max(x, scale, bias, axis=1, keepdims=True)           # pass 1: read x
-    total = row_sum(x, scale, bias, m, axis=1, keepdims=True)    # pass 2: read x
-    return write(x, scale, bias, m, total, out)                  # pass 3: read x, write y
+    m = row_max(x, scale, bias, axis=1, keepdims=True)         # pass 1: read x
+    total = row_sum(x, scale, bias, m, axis=1, keepdims=True)  # pass 2: read x
+    return write(x, scale, bias, m, total, out)                # 3: read x, write y
 # --8<-- [end:cupy_kernels]
 
 
 # --8<-- [start:numba_kernel]
 @functools.cache
 def numba_softmax_kernel(threads: int):
-    global cuda   # a module global: numba's CUDA simulator swaps it in the kernel's globals
+    # a module global: numba's CUDA simulator swaps it in the kernel's globals
+    global cuda
     from numba import cuda, float32
 
     @cuda.jit
@@ -227,7 +229,8 @@ def numba_softmax_kernel(threads: int):
 def softmax_numba(x, scale, bias, out, threads: int = 256):
     _check_shapes(x, bias, out)
     if x.shape[0] > 0:
-        numba_softmax_kernel(threads)[x.shape[0], threads](x, bias, np.float32(scale), out)
+        kernel = numba_softmax_kernel(threads)
+        kernel[x.shape[0], threads](x, bias, np.float32(scale), out)
     return out
 # --8<-- [end:numba_kernel]
 
@@ -242,10 +245,11 @@ def _cuda_c_function(name: str):
 
 
 def cuda_c_config(cols: int, aligned: bool = True) -> tuple[str, int]:
-    """Which kernel instance and how many threads per block for rows of ``cols`` floats."""
+    """The kernel instance and threads per block for rows of ``cols`` floats."""
     groups = cols // 4                              # float4 loads per row
     if cols % 4 == 0 and aligned and 0 < groups <= 8 * 1024:
-        block = min(1024, max(32, 1 << math.ceil(math.log2(max(1, math.ceil(groups / 4))))))
+        threads = max(1, math.ceil(groups / 4))
+        block = min(1024, max(32, 1 << math.ceil(math.log2(threads))))
         vec = 1 << math.ceil(math.log2(math.ceil(groups / block)))   # 1, 2, 4 or 8
         return f"softmax_rows_regs<{block}, {vec}>", block
     block = min(256, max(32, 1 << math.ceil(math.log2(max(1, cols)))))
@@ -258,7 +262,8 @@ def softmax_cuda_c(x, scale, bias, out):
     aligned = all(a.data.ptr % 16 == 0 and a.flags.c_contiguous for a in (x, bias, out))
     name, block = cuda_c_config(cols, aligned)
     if rows and cols:
-        _cuda_c_function(name)((rows,), (block,), (x, bias, np.float32(scale), out, np.int32(cols)))
+        args = (x, bias, np.float32(scale), out, np.int32(cols))
+        _cuda_c_function(name)((rows,), (block,), args)
     return out
 # --8<-- [end:cuda_c]
 
@@ -289,10 +294,12 @@ def softmax_triton(x, scale, bias, out):
     rows, cols = x.shape
     block = triton.next_power_of_2(max(cols, 1))
     if block > 65536:
-        raise ValueError(f"rows of {cols} elements do not fit one Triton program (at most 65536)")
+        raise ValueError(f"rows of {cols} elements do not fit one Triton program "
+                         "(at most 65536)")
     if rows:
+        warps = min(16, max(4, block // 512))
         triton_softmax_kernel()[(rows,)](x, bias, out, float(scale), cols, x.stride(0),
-                                         BLOCK=block, num_warps=min(16, max(4, block // 512)))
+                                         BLOCK=block, num_warps=warps)
     return out
 # --8<-- [end:triton]
 

@@ -87,9 +87,10 @@ def coordinates(width, height, xmin, ymin, dx, dy):
 
 # --8<-- [start:numpy]
 def _numpy(width, height, max_iter, xmin, ymin, dx, dy):
-    # Vectorised: every pixel advances one iteration per pass; escaped ones are masked out.
+    # Every pixel advances one iteration per pass; escaped ones are masked out.
     cr, ci = coordinates(width, height, xmin, ymin, dx, dy)
-    cr, ci = np.broadcast_to(cr, (height, width)).copy(), np.broadcast_to(ci[:, None], (height, width)).copy()
+    cr = np.broadcast_to(cr, (height, width)).copy()
+    ci = np.broadcast_to(ci[:, None], (height, width)).copy()
     zr, zi = np.zeros_like(cr), np.zeros_like(ci)
     count = np.full((height, width), max_iter, dtype=np.int32)
     alive = np.ones((height, width), dtype=bool)
@@ -145,27 +146,33 @@ LANES = 64  # pixels of a row that iterate together (a few SIMD registers' worth
 def mandel_cpu_simd(out, cr, ci, max_iter, four):
     height, width = out.shape
     cores = numba.get_num_threads()
-    for core in numba.prange(cores):                # one task per core, rows dealt like cards:
-        zr = np.empty(LANES, cr.dtype)              # core k takes rows k, k + cores, ..., so
-        zi = np.empty(LANES, cr.dtype)              # every core gets a fair share of the
-        c = np.empty(LANES, cr.dtype)               # expensive rows that cross the set
+    # one task per core, rows dealt like cards: core k takes rows k, k + cores, ...,
+    # so every core gets a fair share of the expensive rows that cross the set
+    for core in numba.prange(cores):
+        zr = np.empty(LANES, cr.dtype)
+        zi = np.empty(LANES, cr.dtype)
+        c = np.empty(LANES, cr.dtype)
         count = np.empty(LANES, np.int32)
         for row in range(core, height, cores):
             for col0 in range(0, width, LANES):
-                for k in range(LANES):              # the last block repeats the last column
+                # the last block repeats the last column
+                for k in range(LANES):
                     c[k] = cr[min(col0 + k, width - 1)]
                     zr[k] = 0
                     zi[k] = 0
                     count[k] = 0
                 for i in range(max_iter):
                     alive = 0
-                    for k in range(LANES):          # no branch inside: LLVM makes it SIMD
+                    # no branch inside: LLVM makes it SIMD
+                    for k in range(LANES):
                         x = zr[k]
                         y = zi[k]
                         x2 = x * x
                         y2 = y * y
-                        inside = x2 + y2 <= four    # an escaped pixel stops counting and
-                        count[k] += inside          # keeps its z: a select, not a jump
+                        # an escaped pixel stops counting and keeps its z:
+                        # a select, not a jump
+                        inside = x2 + y2 <= four
+                        count[k] += inside
                         alive += inside
                         zi[k] = (x + x) * y + ci[row] if inside else y
                         zr[k] = (x2 - y2) + c[k] if inside else x
@@ -194,14 +201,15 @@ else:
 
 @cuda.jit(cache=True)
 def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
-    col, row = cuda.grid(2)       # one thread per pixel; neighbours in a warp share a row
+    # one thread per pixel; neighbours in a warp share a row
+    col, row = cuda.grid(2)
     if row >= out.shape[0] or col >= out.shape[1]:
         return                                    # the grid overhangs the image
     cr = add(xmin, mul(col, dx))
     ci = add(ymin, mul(row, dy))
     zr = 0.0
     zi = 0.0
-    i = numba.int32(0)                            # one 32-bit counter: the iteration count
+    i = numba.int32(0)                            # a 32-bit iteration counter
     while i < max_iter:
         zr2 = mul(zr, zr)
         zi2 = mul(zi, zi)

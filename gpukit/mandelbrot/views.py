@@ -17,28 +17,38 @@ def _label(r: dict) -> str:
     return f"`{r['backend']}`" + (" with FMA" if r.get("contract") else "")
 
 
+def _plain_f64(p: dict) -> list[dict]:
+    """The float64 rows of the main table: no FMA, the output allocated by each call."""
+    return [r for r in p["rows"] if r["dtype"] == "float64" and not r.get("contract")
+            and not r.get("preallocate")]
+
+
 @pages.renderer("mandelbrot", "table")
 def speed(slug: str, data: dict) -> str:
     part, p = _rows(data)
     rows = []
-    for r in p["rows"]:
-        if r["dtype"] != "float64" or r.get("contract") or r.get("preallocate"):
-            continue
+    for r in _plain_f64(p):
         if "error" in r:
-            rows.append([_label(r), "-", "-", "-", "-", "-", "-", "-", f"failed: {r['error']}"])
+            rows.append([_label(r), f"failed: {r['error']}", "-", "-", "-", "-", "-"])
             continue
-        size = f"{int(r['pixels'] ** 0.5)}²"
-        rows.append([_label(r), size, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
-                     fmt_num(r["mpixels_per_s"], 1), fmt_ratio(r.get("vs_1core"), 1),
-                     fmt_ratio(r.get("vs_all_cores"), 2), fmt_ratio(r.get("vs_simd"), 2),
-                     "identical" if r["differing_pixels"] == 0 else f"{r['differing_pixels']} differ"])
+        side = int(r["pixels"] ** 0.5)
+        name = _label(r) + (f" ({side}²)" if side != p["size"] else "")
+        rows.append([name, fmt_ratio(r.get("vs_simd"), 2), fmt_time(r["median_s"]),
+                     fmt_time(r["first_call_s"]), fmt_num(r["mpixels_per_s"], 1),
+                     fmt_ratio(r.get("vs_1core"), 1), fmt_ratio(r.get("vs_all_cores"), 2)])
     m = data["machine"]
     where = m["gpu"]["name"] + " + " if m.get("gpu") else ""
+    same = all(r.get("differing_pixels") == 0 for r in _plain_f64(p) if "error" not in r)
     head = (f"**{where}{m['cpu']['model']} ({m['cpu']['usable_cpus']} cores)**, "
-            f"{p['size']} x {p['size']} pixels, {p['max_iter']} iterations, float64\n\n")
-    return head + table(["backend", "size", "first call", "steady state", "Mpixel/s",
-                         "vs 1 core", "vs all cores (scalar)", "vs all cores (SIMD)",
-                         "counts vs reference"], rows)
+            f"{p['size']} x {p['size']} pixels, {p['max_iter']} iterations, float64"
+            + ("; every image identical to the reference" if same else "") + "\n\n")
+    body = table(["backend", "vs CPU SIMD", "steady state", "first call", "Mpixel/s",
+                  "vs 1 core", "vs CPU scalar"], rows)
+    if not same:
+        body += "\n\n" + table(["backend", "pixels differing from the reference"],
+                                 [[_label(r), f"{r['differing_pixels']:,}"] for r in _plain_f64(p)
+                                  if "error" not in r], "lr")
+    return head + body
 
 
 @pages.renderer("mandelbrot", "precision")
@@ -62,11 +72,11 @@ def kernels(slug: str, data: dict) -> str:
     for dtype in ("float32", "float64"):
         nb, cp = alone.get(("numba-cuda", dtype)), alone.get(("cupy", dtype))
         if nb and cp:
-            rows.append([dtype, fmt_time(nb["median_s"]), fmt_time(cp["median_s"]),
-                         fmt_ratio(nb["median_s"] / cp["median_s"], 2),
+            rows.append([dtype, fmt_ratio(nb["median_s"] / cp["median_s"], 2),
+                         fmt_time(nb["median_s"]), fmt_time(cp["median_s"]),
                          fmt_time(nb["host_median_s"]), fmt_time(cp["host_median_s"])])
-    return table(["dtype", "numba kernel", "CuPy kernel", "numba / CuPy", "numba host time per call",
-                  "CuPy host time per call"], rows, "lrrrrr")
+    return table(["dtype", "numba / CuPy", "numba kernel", "CuPy kernel", "numba host / call",
+                  "CuPy host / call"], rows, "lrrrrr")
 
 
 @pages.renderer("mandelbrot", "cache")
@@ -74,11 +84,11 @@ def cache(slug: str, data: dict) -> str:
     _, p = _rows(data)
     if not p.get("cache"):
         raise pages.NotRecorded("cache")  # no GPU experiment on this machine
-    rows = [[c["case"], fmt_time(c["import_s"]), fmt_time(c["context_s"]),
-             fmt_time(c.get("numba_init_s")), fmt_time(c["first_call_s"]), fmt_time(c["median_s"])]
+    rows = [[c["case"].split(" (")[0], fmt_time(c["first_call_s"]), fmt_time(c["import_s"]),
+             fmt_time(c["context_s"]), fmt_time(c.get("numba_init_s")), fmt_time(c["median_s"])]
             for c in p["cache"] if "median_s" in c and "first_call_profile" not in c]
-    return table(["numba CUDA kernel, fresh process", "import", "GPU context",
-                  "numba's first kernel call", "first call of this kernel", "steady state"], rows)
+    return table(["fresh process", "first call of this kernel", "import", "GPU context",
+                  "numba's first kernel call", "steady state"], rows)
 
 
 @pages.renderer("mandelbrot", "first_call_profile")
@@ -89,12 +99,12 @@ def first_call_profile(slug: str, data: dict) -> str:
         raise pages.NotRecorded("first_call_profile")
     rows = [[f"`{r['function'].replace('numba_cuda/numba/cuda/', '')}`", f"{r['calls']:,}",
              fmt_time(r["cumulative_s"]), fmt_time(r["own_s"])] for r in prof["cumulative"]]
-    return (f"The first call from a warm cache, run under Python's profiler: {fmt_time(prof['wall_s'])} "
-            "in all (the profiler adds its own overhead). The functions it spent the most time in, "
-            "each with the functions it called, outermost first (numba-cuda's files under "
-            "`numba_cuda/numba/cuda/`):\n\n"
-            + table(["function", "calls", "with its callees", "in itself"], rows, "lrrr")
-            + _typing_share(prof))
+    body = (f"{fmt_time(prof['wall_s'])} in all (the profiler adds its own overhead); the "
+            "functions it spent the most time in, each with its callees, outermost first "
+            "(numba-cuda's files under `numba_cuda/numba/cuda/`):\n\n"
+            + table(["function", "calls", "with callees", "in itself"], rows, "lrrr"))
+    return (_typing_share(prof).strip()
+            + "\n\n" + pages.collapsed("The profile of the first call, warm cache", body))
 
 
 def _typing_share(prof: dict) -> str:
@@ -106,25 +116,66 @@ def _typing_share(prof: dict) -> str:
             "compiled kernel, before anything was loaded.")
 
 
+def _f64_lanes(machine: dict) -> int:
+    """float64 lanes of the widest multiply the CPU offers (from its SIMD flags)."""
+    flags = set(machine["cpu"].get("simd") or [])
+    return 8 if "avx512f" in flags else 4 if "avx" in flags else 2
+
+
+def lane_share(counts: dict, machine: dict) -> float | None:
+    """The most float64 lanes a loop's multiplies can fill on average, as a share of the
+    CPU's widest register: packed multiplies not on 512-bit registers count as 256-bit
+    (4 lanes), scalar ones as 1 lane. Counted in the code, not while it ran."""
+    total = counts["packed_mul"] + counts["scalar_mul"]
+    if not total:
+        return None
+    wide = counts["packed_mul_512"]
+    lanes = wide * 8 + (counts["packed_mul"] - wide) * 4 + counts["scalar_mul"]
+    return lanes / total / _f64_lanes(machine)
+
+
 @pages.renderer("mandelbrot", "simd")
 def simd(slug: str, data: dict) -> str:
     _, p = _rows(data)
     if "simd" not in p:
         raise pages.NotRecorded("simd")
-    rows = [[f"`{name}`", str(v["packed_mul"]), str(v["packed_mul_512"]), str(v["scalar_mul"])]
-            for name, v in p["simd"].items()]
+    lanes = _f64_lanes(data["machine"])
+    rows = []
+    for name, v in p["simd"].items():
+        share = lane_share(v, data["machine"])
+        rows.append([f"`{name}`", "-" if share is None else f"{100 * share:.0f} %",
+                     str(v["packed_mul"]), str(v["packed_mul_512"]), str(v["scalar_mul"])])
     return (f"What LLVM compiled the two all-cores loops to on {data['machine']['cpu']['model']} "
-            "(float64; multiply instructions counted in the machine code):\n\n"
-            + table(["loop", "SIMD multiplies", "of them on 512-bit registers", "scalar multiplies"],
-                    rows, "lrrr"))
+            f"(float64 multiplies counted in the machine code; the CPU's widest register holds "
+            f"{lanes} float64 lanes):\n\n"
+            + table(["loop", "lanes filled, at most", "SIMD", "of them 512-bit", "scalar"],
+                    rows, "lrrrr"))
+
+
+@pages.renderer("mandelbrot", "simd_caveat")
+def simd_caveat(slug: str, data: dict) -> str:
+    """The SIMD loop's lane share, next to the GPU's lead over it (reference machine)."""
+    _, p = _rows(data)
+    if "simd" not in p or "numba-cpu-simd" not in p["simd"] or "gpu" not in data:
+        raise pages.NotRecorded("simd")
+    share = lane_share(p["simd"]["numba-cpu-simd"], data["machine"])
+    best = max((r for r in _plain_f64(p) if "vs_simd" in r), key=lambda r: r["vs_simd"])
+    if share is None:
+        raise pages.NotRecorded("simd")
+    return (f"The GPU's {fmt_ratio(best['vs_simd'], 0)} lead is over a CPU loop that fills at most "
+            f"{100 * share:.0f} % of its multiply lanes; a loop filling all of them could do up to "
+            f"{fmt_num(1 / share, 1)}x more multiplies per instruction.")
 
 
 @pages.renderer("mandelbrot", "pitfall")
 def pitfall(slug: str, data: dict) -> str:
     _, p = _rows(data)
+    import textwrap
     t = p["target_backend"]
-    return (f"```text\nnumba {t['numba']}\n@jit(target_backend='cuda') -> {t['decorated']}\n"
-            f"calling it -> {t.get('called', 'not reached')}\n```")
+    lines = [f"numba {t['numba']}", f"@jit(target_backend='cuda') -> {t['decorated']}",
+             f"calling it -> {t.get('called', 'not reached')}"]
+    text = "\n".join(textwrap.fill(line, 88, subsequent_indent="    ") for line in lines)
+    return f"```text\n{text}\n```"
 
 
 @pages.data_renderer("mandelbrot", "fp64")
@@ -137,9 +188,14 @@ def fp64() -> str:
             continue
         rows.append([g["name"], fmt_num(fp32, 1), f"1:{round(1 / ratio)}", fmt_num(fp32 * ratio, 2),
                      f"[vendor]({g['source']})"])
-    return (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
+    ratios = [round(1 / g["fp64_ratio"]) for g in data.gpus()
+              if g.get("fp64_ratio") and g.get("fp32_tflops")]
+    body = (table(["GPU", "FP32 TFLOP/s", "FP64 : FP32", "FP64 TFLOP/s", "source"], rows, "lrrrl")
             + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {data.data_as_of()}; "
               "peak rates without tensor cores.</small>")
+    return (f"Across these {len(rows)} GPUs, FP64 runs at between 1:{min(ratios)} and "
+            f"1:{max(ratios)} of the FP32 rate.\n\n"
+            + pages.collapsed("Every GPU's FP32 and FP64 peak", body))
 
 
 @pages.data_renderer("mandelbrot", "gallery")
@@ -166,3 +222,18 @@ def gallery() -> str:
                        f"<figcaption>{caption}</figcaption></figure>")
     return ('<div style="display:flex;flex-wrap:wrap;gap:1em;justify-content:center">'
             + "".join(figures) + "</div>")
+
+
+#: the largest share of pixels a float64 backend may differ from the reference by
+IDENTICAL = 0
+
+
+@pages.targets("mandelbrot")
+def targets(data: dict) -> list[pages.Target]:
+    p = data["gpu"]
+    rows = [r for r in _plain_f64(p) if "differing_pixels" in r]
+    worst = max(rows, key=lambda r: r["differing_pixels"])
+    return [pages.Target("Mandelbrot, every float64 backend against the float64 reference",
+                         "identical images (0 pixels differ)",
+                         f"{worst['differing_pixels']:,} pixels differ at most",
+                         worst["differing_pixels"] <= IDENTICAL)]

@@ -53,9 +53,9 @@ SOURCE = Path(__file__).with_name("matmul.cu")
 # --8<-- [start:naive]
 @cuda.jit
 def naive_kernel(a, b, c):
-    # One thread per output element. threadIdx.x walks down the ROWS of C: the 32 threads
-    # of a warp read 32 different rows of A (addresses K floats apart) and write 32
-    # different rows of C, so no two of their accesses share a memory transaction.
+    # One thread per output element. threadIdx.x walks down the ROWS of C: the 32
+    # threads of a warp read 32 different rows of A (addresses K floats apart) and
+    # write 32 different rows of C: no two of their accesses share a transaction.
     row, col = cuda.grid(2)
     if row < c.shape[0] and col < c.shape[1]:
         acc = float32(0.0)
@@ -70,9 +70,9 @@ def naive_kernel(a, b, c):
 # --8<-- [start:coalesced]
 @cuda.jit
 def coalesced_kernel(a, b, c):
-    # The same arithmetic with the thread index swapped: threadIdx.x now walks along a
-    # ROW of C. A warp reads 32 neighbouring floats of B (one 128-byte transaction), reads
-    # the same element of A (a broadcast) and writes 32 neighbouring floats of C.
+    # The same arithmetic with the thread index swapped: threadIdx.x now walks along
+    # a ROW of C. A warp reads 32 neighbouring floats of B (one 128-byte transaction),
+    # the same element of A (a broadcast), and writes 32 neighbouring floats of C.
     col, row = cuda.grid(2)
     if row < c.shape[0] and col < c.shape[1]:
         acc = float32(0.0)
@@ -85,12 +85,12 @@ def coalesced_kernel(a, b, c):
 # ---------------------------------------------- 03: shared memory + registers (numba)
 
 # --8<-- [start:smem_numba]
-# A block of 16 x 16 threads computes a TILE x TILE tile of C, each thread a PER x PER set
-# of outputs held in registers. Per step of BK along k, the block copies a TILE x BK tile
-# of A and a BK x TILE tile of B into shared memory; each value copied is then used TILE
-# times. The sizes must be compile-time constants (they size cuda.local.array and
+# A block of 16 x 16 threads computes a TILE x TILE tile of C, each thread a PER x PER
+# set of outputs held in registers. Per step of BK along k, the block copies a TILE x BK
+# tile of A and a BK x TILE tile of B into shared memory; each value copied is then used
+# TILE times. The sizes must be compile-time constants (they size cuda.local.array and
 # cuda.shared.array, and let the compiler unroll the loops over them), so a function
-# builds one kernel per choice of sizes: its arguments are constants inside the kernel.
+# builds one kernel per choice of sizes: its arguments are constants in the kernel.
 THREADS = 16         # threads per block along each side (16 x 16 = 256)
 
 
@@ -100,7 +100,8 @@ def make_smem_kernel(tile: int, bk: int, launch_bounds=None):
     loads = tile * bk // (THREADS * THREADS)   # elements of each tile a thread copies
 
     # (numba's CUDA simulator takes no launch_bounds; it has no registers to budget)
-    options = {} if launch_bounds is None or simulator_enabled() else {"launch_bounds": launch_bounds}
+    options = ({} if launch_bounds is None or simulator_enabled()
+               else {"launch_bounds": launch_bounds})
 
     @cuda.jit(**options)
     def smem_kernel(a, b, c):
@@ -119,18 +120,22 @@ def make_smem_kernel(tile: int, bk: int, launch_bounds=None):
             for j in range(per):
                 acc[i, j] = 0.0
         for k0 in range(0, kdim, bk):
-            # Consecutive threads read consecutive addresses; outside the matrices: zeros.
+            # Consecutive threads read consecutive addresses; zeros outside.
             for step in range(loads):
                 e = tid + step * THREADS * THREADS
-                r, k = e // bk, e % bk                      # A tile: row r, column k
-                sa[k, r] = a[row0 + r, k0 + k] if row0 + r < m and k0 + k < kdim else float32(0.0)
-                k, col = e // tile, e % tile                # B tile: row k, column col
-                sb[k, col] = b[k0 + k, col0 + col] if k0 + k < kdim and col0 + col < n else float32(0.0)
+                # A tile: row r, column k
+                r, k = e // bk, e % bk
+                inside = row0 + r < m and k0 + k < kdim
+                sa[k, r] = a[row0 + r, k0 + k] if inside else float32(0.0)
+                # B tile: row k, column col
+                k, col = e // tile, e % tile
+                inside = k0 + k < kdim and col0 + col < n
+                sb[k, col] = b[k0 + k, col0 + col] if inside else float32(0.0)
             cuda.syncthreads()
             for k in range(bk):
-                # Thread (ty, tx) owns rows ty + 16 i and columns tx + 16 j: neighbouring
-                # threads read neighbouring words of sb (no bank conflicts) and write
-                # neighbouring elements of C (coalesced).
+                # Thread (ty, tx) owns rows ty + 16 i and columns tx + 16 j:
+                # neighbouring threads read neighbouring words of sb (no bank
+                # conflicts) and write neighbouring elements of C (coalesced).
                 for i in range(per):
                     ra[i] = sa[k, ty + i * THREADS]
                 for j in range(per):

@@ -1,4 +1,5 @@
-// gpukit/kernels/matmul.cu: single-precision matrix multiplication, C = A @ B, in CUDA C.
+// gpukit/kernels/matmul.cu: single-precision matrix multiplication, C = A @ B, in CUDA
+// C.
 //
 // Loaded at run time by CuPy's RawModule (see gpukit/kernels/gemm.py); every kernel
 // here is `extern "C"` so it can be fetched by its plain name.
@@ -28,9 +29,10 @@ __device__ __forceinline__ float load_or_zero(const float* __restrict__ p, int r
 }
 
 // --8<-- [start:load4]
-// Four consecutive elements (row, col..col+3), zeros outside the matrix. With `vec` set,
-// cols is a multiple of 4 and col is too, so a group is either wholly inside or wholly
-// outside and one 16-byte load fetches it; otherwise the fallback loads element by element.
+// Four consecutive elements (row, col..col+3), zeros outside the matrix. With `vec`
+// set, cols is a multiple of 4 and col is too, so a group is either wholly inside or
+// wholly outside and one 16-byte load fetches it; otherwise the fallback loads element
+// by element.
 __device__ __forceinline__ float4 load4(const float* __restrict__ p, int row, int col,
                                         int rows, int cols, int ld, int vec)
 {
@@ -68,30 +70,33 @@ __device__ __forceinline__ void store4(float* __restrict__ p, int row, int col, 
 // ----------------------------------------------------- 04: shared-memory tiling (CUDA C)
 
 // --8<-- [start:smem]
-// One output per thread, as in the naive kernel, but the block first copies a 32 x 32 tile
-// of A and of B into shared memory and every thread then reads its 32 operands from there.
-// Each element loaded from global memory is used 32 times instead of once.
+// One output per thread, as in the naive kernel, but the block first copies a 32 x 32
+// tile of A and of B into shared memory and every thread then reads its 32 operands
+// from there. Each element loaded from global memory is used 32 times instead of once.
 #define S04 32
 
 extern "C" __global__ void __launch_bounds__(S04 * S04)
-mm04_smem(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-          int M, int N, int K)
+mm04_smem(const float* __restrict__ A, const float* __restrict__ B,
+          float* __restrict__ C, int M, int N, int K)
 {
     __shared__ float As[S04][S04];
     __shared__ float Bs[S04][S04];
-    const int tx = threadIdx.x;                 // column inside the tile: consecutive
-    const int ty = threadIdx.y;                 // threads read consecutive addresses
+    // tx is the column inside the tile: consecutive threads read consecutive addresses
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
     const int row = blockIdx.y * S04 + ty;
     const int col = blockIdx.x * S04 + tx;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += S04) {
         As[ty][tx] = load_or_zero(A, row, k0 + tx, M, K, K);
         Bs[ty][tx] = load_or_zero(B, k0 + ty, col, K, N, N);
-        __syncthreads();                        // the tile is complete before anyone reads it
+        // the tile is complete before anyone reads it
+        __syncthreads();
 #pragma unroll
         for (int k = 0; k < S04; ++k)
             acc = fmaf(As[ty][k], Bs[k][tx], acc);
-        __syncthreads();                        // nobody overwrites it while others still read
+        // nobody overwrites it while others still read
+        __syncthreads();
     }
     if (row < M && col < N) C[(size_t)row * N + col] = acc;
 }
@@ -100,9 +105,10 @@ mm04_smem(const float* __restrict__ A, const float* __restrict__ B, float* __res
 // ------------------------------------------------------------- 05: 1D register blocking
 
 // --8<-- [start:blocktile1d]
-// A 64 x 64 block tile, 512 threads, each computing a column of TM = 8 outputs. The value
-// of B a thread reads from shared memory is reused for 8 multiply-adds held in registers,
-// so shared-memory traffic per FMA drops about 8-fold compared with kernel 04.
+// A 64 x 64 block tile, 512 threads, each computing a column of TM = 8 outputs. The
+// value of B a thread reads from shared memory is reused for 8 multiply-adds held in
+// registers, so shared-memory traffic per FMA drops about 8-fold compared with kernel
+// 04.
 #define BM05 64
 #define BN05 64
 #define BK05 8
@@ -116,10 +122,12 @@ mm05_blocktile1d(const float* __restrict__ A, const float* __restrict__ B,
     __shared__ float Bs[BK05 * BN05];
     const int tid = threadIdx.x;
     const int rowBase = blockIdx.y * BM05, colBase = blockIdx.x * BN05;
-    const int tCol = tid % BN05;                // this thread's output column in the tile
-    const int tRow = tid / BN05;                // and its group of TM rows
-    const int aRow = tid / BK05, aCol = tid % BK05;   // which element of the A tile to load
-    const int bRow = tid / BN05, bCol = tid % BN05;   // which element of the B tile to load
+    // this thread's output column in the tile, and its group of TM rows
+    const int tCol = tid % BN05;
+    const int tRow = tid / BN05;
+    // which element of the A tile and of the B tile this thread loads
+    const int aRow = tid / BK05, aCol = tid % BK05;
+    const int bRow = tid / BN05, bCol = tid % BN05;
 
     float acc[TM05] = {0.0f};
     for (int k0 = 0; k0 < K; k0 += BK05) {
@@ -146,9 +154,10 @@ mm05_blocktile1d(const float* __restrict__ A, const float* __restrict__ B,
 // ------------------------------------------------------------- 06: 2D register blocking
 
 // --8<-- [start:blocktile2d]
-// A 128 x 128 block tile, 256 threads, each computing an 8 x 8 square of outputs. Per step
-// along k a thread loads 8 values of A and 8 of B into registers and does 64 multiply-adds
-// with them (an outer product): 16 shared loads for 64 FMAs instead of 8 for 8.
+// A 128 x 128 block tile, 256 threads, each computing an 8 x 8 square of outputs. Per
+// step along k a thread loads 8 values of A and 8 of B into registers and does 64
+// multiply-adds with them (an outer product): 16 shared loads for 64 FMAs instead of 8
+// for 8.
 #define BM06 128
 #define BN06 128
 #define BK06 8
@@ -169,7 +178,7 @@ mm06_blocktile2d(const float* __restrict__ A, const float* __restrict__ B,
     float acc[TM06 * TN06] = {0.0f};
     float regM[TM06], regN[TN06];
     for (int k0 = 0; k0 < K; k0 += BK06) {
-        // 256 threads fill a 128 x 8 tile of A and an 8 x 128 tile of B, 4 elements each.
+        // 256 threads fill a 128 x 8 tile of A and an 8 x 128 tile of B, 4 each.
 #pragma unroll
         for (int e = tid; e < BM06 * BK06; e += NT06)
             As[e] = load_or_zero(A, rowBase + e / BK06, k0 + e % BK06, M, K, K);
@@ -204,10 +213,10 @@ mm06_blocktile2d(const float* __restrict__ A, const float* __restrict__ B,
 // ------------------------------------------------- 07: 16-byte loads, A transposed in smem
 
 // --8<-- [start:vectorised]
-// Kernel 06 with wider memory operations. Global loads and stores move 16 bytes (float4)
-// per instruction, a quarter of the instructions. A is stored transposed in shared memory
-// (As[k][m]), so the 8 values of A a thread needs at step k are contiguous and come in two
-// 16-byte shared loads, like those of B.
+// Kernel 06 with wider memory operations. Global loads and stores move 16 bytes
+// (float4) per instruction, a quarter of the instructions. A is stored transposed in
+// shared memory (As[k][m]), so the 8 values of A a thread needs at step k are
+// contiguous and come in two 16-byte shared loads, like those of B.
 #define BM07 128
 #define BN07 128
 #define BK07 8
@@ -271,22 +280,25 @@ mm07_vectorised(const float* __restrict__ A, const float* __restrict__ B,
 // ------------------------------------------------ 08/09: warp tiling and double buffering
 
 // --8<-- [start:warptile]
-// The block tile (BM x BN) is split among warps (WM x WN each), and each warp's tile into
-// WMITER x WNITER sub-tiles of which every thread owns a TM x TN piece. Two things pay:
-//  * the 32 threads of a warp read As/Bs at neighbouring addresses (16-byte loads, no bank
-//    conflicts) and each value they load into registers feeds TN (or TM) FMAs per sub-tile;
-//  * double buffering: while the block computes on one shared-memory buffer, each thread
-//    already holds the next tile's global loads in registers, so the wait for DRAM overlaps
-//    the arithmetic, and one __syncthreads per tile suffices.
-template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM, int TN,
-          int vec>
-__device__ __forceinline__ void warptile_body(const float* __restrict__ A,
-                                              const float* __restrict__ B,
-                                              float* __restrict__ C, int M, int N, int K)
+// The block tile (BM x BN) is split among warps (WM x WN each), and each warp's tile
+// into WMITER x WNITER sub-tiles of which every thread owns a TM x TN piece. Two things
+// pay:
+//  * the 32 threads of a warp read As/Bs at neighbouring addresses (16-byte loads, no
+//    bank conflicts) and each value they load into registers feeds TN (or TM) FMAs per
+//    sub-tile;
+//  * double buffering: while the block computes on one shared-memory buffer, each
+//    thread already holds the next tile's global loads in registers, so the wait for
+//    DRAM overlaps the arithmetic, and one __syncthreads per tile suffices.
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER,
+          int TM, int TN, int vec>
+__device__ __forceinline__ void warptile_body(
+    const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+    int M, int N, int K)
 {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;      // threads per block
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;   // one warp sub-tile
-    static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "a warp sub-tile needs 32 threads");
+    static_assert((WSUBM / TM) * (WSUBN / TN) == 32,
+                  "a warp sub-tile needs 32 threads");
     static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "16-byte register loads");
     constexpr int LA = BM * BK / 4 / NT;                // float4 loads of A per thread
     constexpr int LB = BK * BN / 4 / NT;                // float4 loads of B per thread
@@ -311,12 +323,14 @@ __device__ __forceinline__ void warptile_body(const float* __restrict__ A,
 #pragma unroll
         for (int l = 0; l < LA; ++l) {
             const int e = tid + l * NT;                 // which float4 of the A tile
-            stageA[l] = load4(A, rowBase + e / (BK / 4), k0 + (e % (BK / 4)) * 4, M, K, K, vec);
+            stageA[l] = load4(A, rowBase + e / (BK / 4), k0 + (e % (BK / 4)) * 4,
+                              M, K, K, vec);
         }
 #pragma unroll
         for (int l = 0; l < LB; ++l) {
             const int e = tid + l * NT;
-            stageB[l] = load4(B, k0 + e / (BN / 4), colBase + (e % (BN / 4)) * 4, K, N, N, vec);
+            stageB[l] = load4(B, k0 + e / (BN / 4), colBase + (e % (BN / 4)) * 4,
+                              K, N, N, vec);
         }
     };
     // ... and registers -> shared buffer `buf` (A transposed on the way).
@@ -333,8 +347,8 @@ __device__ __forceinline__ void warptile_body(const float* __restrict__ A,
 #pragma unroll
         for (int l = 0; l < LB; ++l) {
             const int e = tid + l * NT;
-            *reinterpret_cast<float4*>(&Bs[buf][(e / (BN / 4)) * BN + (e % (BN / 4)) * 4]) =
-                stageB[l];
+            const int at = (e / (BN / 4)) * BN + (e % (BN / 4)) * 4;
+            *reinterpret_cast<float4*>(&Bs[buf][at]) = stageB[l];
         }
     };
 
@@ -354,20 +368,21 @@ __device__ __forceinline__ void warptile_body(const float* __restrict__ A,
 #pragma unroll
                 for (int i = 0; i < TM; i += 4)
                     *reinterpret_cast<float4*>(&regM[wm * TM + i]) =
-                        *reinterpret_cast<const float4*>(
-                            &As[cur][k * BM + warpRow * WM + wm * WSUBM + tRow * TM + i]);
+                        *reinterpret_cast<const float4*>(&As[cur][
+                            k * BM + warpRow * WM + wm * WSUBM + tRow * TM + i]);
 #pragma unroll
             for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
                 for (int j = 0; j < TN; j += 4)
                     *reinterpret_cast<float4*>(&regN[wn * TN + j]) =
-                        *reinterpret_cast<const float4*>(
-                            &Bs[cur][k * BN + warpCol * WN + wn * WSUBN + tCol * TN + j]);
+                        *reinterpret_cast<const float4*>(&Bs[cur][
+                            k * BN + warpCol * WN + wn * WSUBN + tCol * TN + j]);
 #pragma unroll
             for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
                 for (int j = 0; j < WNITER * TN; ++j)
-                    acc[i * WNITER * TN + j] = fmaf(regM[i], regN[j], acc[i * WNITER * TN + j]);
+                    acc[i * WNITER * TN + j] =
+                        fmaf(regM[i], regN[j], acc[i * WNITER * TN + j]);
         }
         // The other buffer was last read in iteration t - 1, before the barrier that
         // ended it, so it can be overwritten now without a second barrier.
@@ -385,34 +400,36 @@ __device__ __forceinline__ void warptile_body(const float* __restrict__ A,
                 for (int j = 0; j < TN; j += 4) {
                     const float* r = &acc[(wm * TM + i) * WNITER * TN + wn * TN + j];
                     store4(C, rowBase + warpRow * WM + wm * WSUBM + tRow * TM + i,
-                           colBase + warpCol * WN + wn * WSUBN + tCol * TN + j, M, N, N, vec,
-                           make_float4(r[0], r[1], r[2], r[3]));
+                           colBase + warpCol * WN + wn * WSUBN + tCol * TN + j,
+                           M, N, N, vec, make_float4(r[0], r[1], r[2], r[3]));
                 }
 }
 
-// 128 x 128 block, BK = 16, 8 warps of 64 x 32, 8 x 8 outputs per thread (2 x 2 pieces of
-// 4 x 4). At most 128 registers per thread so that two blocks (16 warps) fit on an SM.
-// `vec` is a template argument here, not a run-time flag: each kernel comes in a 16-byte
-// version and a scalar one, and neither carries the other's code (and registers).
-#define WARPTILE_KERNEL(name, nthreads, minblocks, vec, ...)                               \
-    extern "C" __global__ void __launch_bounds__(nthreads, minblocks)                      \
-    name(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,  \
-         int M, int N, int K)                                                              \
-    {                                                                                      \
-        warptile_body<__VA_ARGS__, vec>(A, B, C, M, N, K);                                 \
+// 128 x 128 block, BK = 16, 8 warps of 64 x 32, 8 x 8 outputs per thread (2 x 2 pieces
+// of 4 x 4). At most 128 registers per thread so that two blocks (16 warps) fit on an
+// SM. `vec` is a template argument here, not a run-time flag: each kernel comes in a
+// 16-byte version and a scalar one, and neither carries the other's code (and
+// registers).
+#define WARPTILE_KERNEL(name, nthreads, minblocks, vec, ...)                   \
+    extern "C" __global__ void __launch_bounds__(nthreads, minblocks)          \
+    name(const float* __restrict__ A, const float* __restrict__ B,             \
+         float* __restrict__ C, int M, int N, int K)                           \
+    {                                                                          \
+        warptile_body<__VA_ARGS__, vec>(A, B, C, M, N, K);                     \
     }
 
 WARPTILE_KERNEL(mm08_warptile, 256, 2, 1, 128, 128, 16, 64, 32, 2, 2, 4, 4)
 WARPTILE_KERNEL(mm08_warptile_scalar, 256, 2, 0, 128, 128, 16, 64, 32, 2, 2, 4, 4)
 // --8<-- [end:warptile]
 
-// A smaller block (128 x 64, 4 warps, BK = 8): twice the blocks in the grid, so the last wave of
-// blocks leaves fewer SMs idle, and more blocks per SM to hide latency.
+// A smaller block (128 x 64, 4 warps, BK = 8): twice the blocks in the grid, so the
+// last wave of blocks leaves fewer SMs idle, and more blocks per SM to hide latency.
 WARPTILE_KERNEL(mm09_warptile_128x64, 128, 4, 1, 128, 64, 8, 64, 32, 2, 2, 4, 4)
 WARPTILE_KERNEL(mm09_warptile_128x64_scalar, 128, 4, 0, 128, 64, 8, 64, 32, 2, 2, 4, 4)
 
-// The same code with a 128 x 256 block tile and 16 x 8 outputs per thread: 128 multiply-adds
-// for every 6 shared-memory loads, at the price of one block (8 warps) per SM.
+// The same code with a 128 x 256 block tile and 16 x 8 outputs per thread: 128
+// multiply-adds for every 6 shared-memory loads, at the price of one block (8 warps)
+// per SM.
 WARPTILE_KERNEL(mm10_warptile_128x256, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4)
 WARPTILE_KERNEL(mm10_warptile_128x256_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4)
 

@@ -38,14 +38,19 @@ def render_table(slug: str, data: dict) -> str:
                      r.get("registers", "-") if r.get("registers") is not None else "-",
                      f"{occ['warps_per_sm']} ({occ['occupancy'] * 100:.0f} %)" if occ else "-"])
     n = g["n"]
-    head = (f"**{pages.machine_title(data)}**, C = A @ B with {n} x {n} float32 matrices "
+    best = next((r for r in g["rows"] if r["name"] == g.get("best_kernel")), None)
+    lead = (f"The best kernel, `{best['name']}`, reaches {best['pct_of_cublas']:.0f} % of cuBLAS at "
+            f"{n} x {n}.\n\n" if best and best.get("pct_of_cublas") is not None else "")
+    head = (f"C = A @ B with {n} x {n} float32 matrices "
             f"({g['flops'] / 1e9:.0f} GFLOP per call), median of repeated calls timed with CUDA "
             f"events; cuBLAS with TF32 {g['cublas_tf32']}. First call: at "
             f"{' x '.join(map(str, AWKWARD))}, including numba's compilation; the CUDA C module "
             f"(all its kernels) was compiled once before, in "
             f"{pages.fmt_time(g.get('module_compile_s'))}.\n\n")
-    return head + pages.table(["kernel", "TFLOP/s", "% of cuBLAS", "median", "first call",
-                                "registers / thread", "warps / SM (occupancy)"], rows)
+    return lead + pages.collapsed(
+        "Every kernel: speed, first call, registers and occupancy",
+        head + pages.table(["kernel", "TFLOP/s", "% of cuBLAS", "median", "first call",
+                            "registers / thread", "warps / SM (occupancy)"], rows))
 
 
 #: Block tile (rows, columns of C) of each tiled kernel; kept here so the renderers need
@@ -168,63 +173,52 @@ def render_roofline(slug: str, data: dict) -> str:
                      _fmt_ai(k["tile"]),
                      "-" if k["tile"] is None else pages.fmt_num(k["tflops"] * 1e3 / k["tile"]),
                      hbm_note, _fmt_ai(k["shared"])])
-    return head + pages.table(["kernel", "measured (TFLOP/s)", "% of FP32 peak",
-                                "FLOP per byte of tile loads (served by L2)",
-                                "tile loads at this speed (GB/s)",
-                                "roof if every tile load came from HBM (TFLOP/s)",
-                                "FLOP per byte of shared-memory loads"], rows)
+    key = ("\n\nColumns: FLOP/byte (tile) is the intensity of the tile loads, which L2 serves; "
+           "tile GB/s is the rate of those loads at the measured speed; HBM roof is the roof the "
+           "kernel would have if every tile load came from HBM; FLOP/byte (shared) is the "
+           "intensity of the shared-memory loads.")
+    return head + pages.collapsed(
+        "Every kernel against the roofs",
+        pages.table(["kernel", "TFLOP/s", "% of FP32 peak", "FLOP/byte (tile)", "tile GB/s",
+                     "HBM roof (TFLOP/s)", "FLOP/byte (shared)"], rows) + key)
 
 
 @pages.renderer("matmul", "roofline-plot")
 def render_roofline_plot(slug: str, data: dict) -> str:
     """The roofline as an inline SVG: the measured roofs, each kernel at its tile intensity."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     m = _roofline(data)
-    with plt.rc_context({"svg.fonttype": "none"}):   # keep labels as text: searchable
-        return _roofline_plot(plt, data, m)
-
-
-def _roofline_plot(plt, data, m):
     peak, bw = m["peak"], m["hbm_gbs"]
-    fig, ax = plt.subplots(figsize=(8.0, 6.4), dpi=100)
+    fig, ax = pages.figure(height=4.6)
     pts = [k for k in m["kernels"] if k["tile"] is not None]
     xs = [k["tile"] for k in pts]
     lo, hi = min(xs + [0.1]) / 2, max(xs + [m["hbm_intensity"]]) * 2
     top = peak["tflops"] if peak else max(k["tflops"] for k in pts)
     x_ridge = top * 1e3 / bw
-    # HBM roof: bandwidth x intensity, up to the compute roof
-    ax.plot([lo, x_ridge], [lo * bw / 1e3, top], color="#1565c0", lw=2,
-            label=f"HBM roof: device copy measured in this run, {bw:,.0f} GB/s")
+    ax.plot([lo, x_ridge], [lo * bw / 1e3, top], color="#1565c0", lw=2, label="HBM roof")
     if peak:
-        ax.plot([x_ridge, hi], [top, top], color="#b71c1c", lw=2,
-                label=(f"FP32 peak: {peak['sms']} SMs x {peak['lanes']} lanes x 2 x "
-                       f"{peak['mhz']:,.0f} MHz (machine record), {peak['tflops']:.1f} TFLOP/s"))
-    ax.axvline(m["hbm_intensity"], color="#1565c0", ls=":", lw=1.2,
-               label=f"HBM traffic if A and B are read once: n / 6 = {m['hbm_intensity']:.0f} FLOP/byte")
+        ax.plot([x_ridge, hi], [top, top], color="#b71c1c", lw=2, label="FP32 peak")
     if m["cublas"]:
-        ax.axhline(m["cublas"], color="#555555", ls="--", lw=1,
-                   label=f"cuBLAS, same run: {m['cublas']:.1f} TFLOP/s (a speed, not a roof)")
-    cmap = plt.get_cmap("tab20")
-    markers = "os^Dv<>phP*X"
-    for i, k in enumerate(pts):
-        ax.plot([k["tile"]], [k["tflops"]], ls="none", marker=markers[i % len(markers)], ms=7,
-                color=cmap(i % 20), markeredgecolor="black", markeredgewidth=0.5,
-                label=f"{k['name']}: {k['tflops']:.1f} TFLOP/s")
+        ax.axhline(m["cublas"], color="#555555", ls="--", lw=1, label="cuBLAS (a speed)")
+    for lang, marker, colour in (("numba", "o", "#7cb342"), ("CUDA C", "s", "#2e7d32")):
+        mine = [k for k in pts if k["name"].endswith("numba") == (lang == "numba")]
+        ax.plot([k["tile"] for k in mine], [k["tflops"] for k in mine], ls="none",
+                marker=marker, ms=7, color=colour, markeredgecolor="black",
+                markeredgewidth=0.5, label=f"{lang} kernels")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ylo, yhi = min(k["tflops"] for k in pts) / 3, top * 3
+    decades = [10.0 ** e for e in range(-3, 5)]
+    ax.set_xticks([d for d in decades if lo <= d <= hi])
+    ax.set_yticks([d for d in decades if ylo <= d <= yhi])
+    ax.xaxis.set_major_formatter("{x:g}")
+    ax.yaxis.set_major_formatter("{x:g}")
+    ax.minorticks_off()
     ax.set_xlim(lo, hi)
-    ax.set_ylim(min(k["tflops"] for k in pts) / 3, top * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylim(ylo, yhi)
+    ax.set_xlabel("FLOP per byte of tile loads")
     ax.set_ylabel("TFLOP/s")
     ax.grid(alpha=0.3, which="major")
-    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
-    date = data["machine"].get("date", "")[:10]
-    ax.set_title(f"fp32 matmul roofline, n = {m['n']}, on {pages.machine_title(data)} ({date})\n"
-                 "kernels at the FLOP per byte of their tile loads, which L2 serves; no L2 or "
-                 "shared-memory\nbandwidth was measured, so neither has a roof here", fontsize=9)
-    fig.tight_layout()
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.02), ncol=2, frameon=False)
     return pages.svg(fig)
 
 
@@ -252,8 +246,10 @@ def render_sweep(slug: str, data: dict) -> str:
     note = ("\n\nAt " + ", ".join(f"n = {n}" for n, _ in batched) + ", each sample times "
             + ", ".join(f"{b}" for _, b in batched) + " launches back to back (in that order), "
             "so the launch gaps do not count as kernel time.") if batched else ""
-    return (pages.table(["n (n x n x n)"] + [f"`{x}` TFLOP/s" for x in names], body) + note
-            + pages.host_bound_note([r for r in rows if "name" in r]))
+    return pages.collapsed(
+        "TFLOP/s at every size (in brackets: % of cuBLAS)",
+        pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
+        + pages.host_bound_note([r for r in rows if "name" in r]))
 
 
 @pages.renderer("matmul", "tensor-cores")
@@ -298,8 +294,8 @@ def render_sanitizer(slug: str, data: dict) -> str:
             f"{' and '.join('x'.join(map(str, x)) for x in s['shapes'])} (M x N x K; the "
             f"second shape takes the 16-byte path). Command: `{s['runs'][0]['command']}`. "
             f"Tool summaries: {summaries}.\n\n")
-    return head + pages.table(["kernel"] + [f"{t}: reports naming it" for t in tools], rows,
-                               align="l" + "r" * len(tools))
+    return head + pages.collapsed("Reports per kernel and tool", pages.table(
+        ["kernel"] + [f"{t}: reports naming it" for t in tools], rows, align="l" + "r" * len(tools)))
 
 
 @pages.renderer("matmul", "cpu")
@@ -314,44 +310,30 @@ def render_cpu(slug: str, data: dict) -> str:
 @pages.renderer("matmul", "plot")
 def render_plot(slug: str, data: dict) -> str:
     """% of cuBLAS per kernel as an inline SVG bar chart (made at build time)."""
-    return ("<figure class=\"gpukit-plot\">\n" + plot_svg(data) + "\n<figcaption>Speed of each kernel as a "
-            "percentage of cuBLAS fp32 at the same size, in the same run.</figcaption>\n</figure>")
+    return plot_svg(data)
 
 
 def plot_svg(data: dict) -> str:
     """The bar chart as inline SVG (:func:`gpukit.pages.svg`)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     g = data["gpu"]
     rows = [r for r in g["rows"] if r.get("pct_of_cublas") is not None and r["name"] != "cublas"]
     if not rows:
         raise pages.NotRecorded("pct_of_cublas")
-    with plt.rc_context({"svg.fonttype": "none"}):   # keep labels as text: searchable
-        return _plot(plt, data, rows)
-
-
-def _plot(plt, data, rows):
-    g = data["gpu"]
     names = [r["name"] for r in rows]
     pct = [r["pct_of_cublas"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), dpi=100)
+    fig, ax = pages.figure(height=0.36 * len(rows) + 1.4)
     colors = ["#7cb342" if n.endswith("numba") else "#2e7d32" for n in names]
     bars = ax.barh(names[::-1], pct[::-1], color=colors[::-1])
     for bar, v in zip(bars, pct[::-1]):
-        ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, f"{v:.1f} %",
-                va="center", fontsize=8)
+        ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, f"{v:.0f} %",
+                va="center")
     ax.axvline(100, color="#555", linestyle="--", linewidth=1)
-    from matplotlib.patches import Patch
-    ax.legend(handles=[Patch(color="#7cb342", label="numba"), Patch(color="#2e7d32", label="CUDA C")],
-              loc="lower right", fontsize=8)
-    ax.set_xlim(0, max(110, max(pct) + 15))
-    ax.set_xlabel("speed, % of cuBLAS SGEMM (fp32, TF32 off) measured in the same run")
-    ax.set_ylabel("kernel")
-    date = data["machine"].get("date", "")[:10]
-    ax.set_title(f"fp32 matmul, {g['n']} x {g['n']} x {g['n']}, on {pages.machine_title(data)} ({date})",
-                 fontsize=10)
-    fig.tight_layout()
+    ax.legend(handles=[Patch(color="#7cb342", label="numba"),
+                       Patch(color="#2e7d32", label="CUDA C")],
+              loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, frameon=False)
+    ax.set_xlim(0, max(110, max(pct) + 22))
+    ax.set_xlabel(f"% of cuBLAS fp32, n = {g['n']}")
     return pages.svg(fig)
 
 
@@ -367,5 +349,10 @@ def render_ptxas(slug: str, data: dict) -> str:
                      rep.get("shared_bytes", "-"), rep.get("spill_stores", "-")])
     note = (f"\n\n<small>From `{data['command']}` ({data['nvcc']}, {data['arch']}), recorded "
             "by `python -m gpukit.matmul.ptxas --ptxas`.</small>")
-    return pages.table(["kernel", "written in", "registers / thread", "shared memory (bytes)",
-                         "spill stores (bytes)"], rows) + note
+    spills = sum(1 for r in rows if isinstance(r[4], (int, float)) and r[4] > 0)
+    lead = (f"{'No kernel spills' if not spills else f'{spills} kernel(s) spill'} registers to local "
+            "memory.\n\n")
+    return lead + pages.collapsed("Registers, shared memory and spills, kernel by kernel",
+                                  pages.table(["kernel", "written in", "registers / thread",
+                                               "shared memory (bytes)", "spill stores (bytes)"],
+                                              rows) + note)

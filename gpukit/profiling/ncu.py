@@ -89,14 +89,17 @@ def version(exe: str) -> str | None:
 # --8<-- [start:command]
 def command(exe: str, target: str, regex: str, skip: int, report: str,
             metrics: bool = True, base: str | None = "mangled") -> list[str]:
-    """The ncu command line that profiles launch ``skip + 1`` of the kernel matching ``regex``."""
-    cmd = [exe, "--clock-control", "none",          # measure the clocks as they are
-           "--kernel-name", f"regex:{regex}",       # this kernel only, not the fills around it
-           "--launch-skip", str(skip),              # skip the compile and the warm-up launches
-           "--launch-count", "1",                   # then profile one launch
+    """The ncu command line that profiles launch ``skip + 1`` of the kernel matching
+    ``regex``: the clocks as they are, this kernel only (not the fills around it), after
+    the compile and the warm-up launches, one launch."""
+    cmd = [exe, "--clock-control", "none",
+           "--kernel-name", f"regex:{regex}",
+           "--launch-skip", str(skip),
+           "--launch-count", "1",
            "--export", report, "--force-overwrite"]
     if base:
-        cmd += ["--kernel-name-base", base]         # "mangled": numba's names hold their module
+        # "mangled": numba's names hold their module
+        cmd += ["--kernel-name-base", base]
     for section in SECTIONS:
         cmd += ["--section", section]
     if metrics:

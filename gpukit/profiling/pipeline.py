@@ -71,7 +71,8 @@ def poly_host(x: np.ndarray, degree: int, out: np.ndarray) -> None:
 
 # --8<-- [start:issue]
 def run_chunks(ops, n: int, count: int, streams: int) -> list[dict]:
-    """Copy in, compute and copy out each of ``count`` chunks, chunk i on stream i % streams.
+    """Copy in, compute and copy out each of ``count`` chunks, chunk i on stream
+    i % streams.
 
     Work on one stream runs in order; work on different streams may overlap. An event is
     recorded before each chunk's copy in and after each of its three steps. Returns one
@@ -83,7 +84,8 @@ def run_chunks(ops, n: int, count: int, streams: int) -> list[dict]:
         before = ops.record(s)
         ops.copy_in(lo, hi, s)             # host -> device
         copied = ops.record(s)
-        ops.compute(lo, hi, s)             # the kernel, on the same stream: it waits for the copy
+        # the kernel, on the same stream: it waits for the copy
+        ops.compute(lo, hi, s)
         computed = ops.record(s)
         ops.copy_out(lo, hi, s)            # device -> host, after the kernel
         done = ops.record(s)

@@ -31,6 +31,9 @@ class Target:
             return 12 * n, n
         if self.chapter == "matmul":
             return 3 * 4 * n * n, 2 * n ** 3
+        if self.chapter == "tensor_cores":
+            elem = 1 if "fp8" in self.label else 2
+            return 3 * elem * n * n, 2 * n ** 3
         if self.chapter == "ladder":
             return 2 * 4 * n * 4096 + 4 * 4096, 0
         from gpukit.why_gpus import DEGREE
@@ -56,6 +59,13 @@ TARGETS = {
     "why-gpus-horner-cuda-c": Target("degree-128 polynomial, CUDA C kernel, 4 elements per thread "
                                      "(why GPUs)", "why_gpus", r"hornerILi4E|horner<4>", "compute", 2**24, None),
 }
+#: the tensor-core ladder (M = N = K = n, bf16 unless named fp8)
+TENSOR_CORES = {"01-wmma": r"^tc_wmma$", "02-mma-sync": r"^tc_mma$",
+                "03-wgmma-tma": r"^tc_wgmma$", "04-triton": "dot_kernel",
+                "05-gluon": "gluon_kernel", "fp8-wgmma-tma": r"^tc_wgmma_fp8$"}
+TARGETS.update({f"tensor-cores-{k}": Target(f"tensor cores {k}", "tensor_cores", regex,
+                                            "compute", 4096, None)
+                for k, regex in TENSOR_CORES.items()})
 #: what ``gpukit bench profiles`` records (ncu replays each kernel tens of times: a few are plenty)
 RECORDED = ("vector-add-numba", "vector-add-numba-x4", "vector-add-cupy-raw", "matmul-warptile",
             "ladder-softmax-numba", "why-gpus-horner", "why-gpus-horner-cuda-c")
@@ -125,11 +135,40 @@ def _horner(n: int, cuda_c: bool = False):
     return (lambda: launch_poly("poly", n, dx, out)), check
 
 
+def _tensor_cores(kernel: str, n: int):
+    """One kernel of the tensor-core ladder; Triton's runs one fixed configuration (no
+    autotuning, whose trial launches would be profiled instead)."""
+    import torch
+    from gpukit.tensor_cores import check_product, linear, linear_fp8, quantize
+    a = torch.randn((n, n), device="cuda").to(torch.bfloat16)
+    w = torch.randn((n, n), device="cuda").to(torch.bfloat16)
+    c = torch.full((n, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    rows = slice(0, n, max(1, n // 64))
+    if kernel == "fp8-wgmma-tma":
+        from gpukit.tensor_cores.numerics import U_FP8_ACC
+        a8, sa = quantize(a)
+        w8, sw = quantize(w)
+        call = lambda: linear_fp8(a8, sa, w8, sw, kernel=kernel, out=c)  # noqa: E731
+        return call, lambda: check_product(c[rows], a8[rows].double() * sa.double(),
+                                           w8.double() * sw.double(), acc_u=U_FP8_ACC)
+    if kernel == "04-triton":
+        from gpukit.tensor_cores import triton_dot
+        cfg = {"BM": 128, "BN": 256, "BK": 64, "GROUP": 8}
+        grid = (triton_dot.triton.cdiv(n, 128) * triton_dot.triton.cdiv(n, 256),)
+        call = lambda: triton_dot.plain[grid](a, w, c, c, n, n, n, False, False,  # noqa: E731
+                                              **cfg, num_warps=8, num_stages=4)
+    else:
+        call = lambda: linear(a, w, kernel=kernel, out=c)  # noqa: E731
+    return call, lambda: check_product(c[rows], a[rows], w)
+
+
 def setup(name: str, n: int | None = None):
     """(call, check) for target ``name``: ``call()`` launches the kernel once on the default
     stream; ``check()`` verifies the output against a float64 reference."""
     t = TARGETS[name]
     n = n or t.n
+    if t.chapter == "tensor_cores":
+        return _tensor_cores(name.removeprefix("tensor-cores-"), n)
     if name == "matmul-warptile":
         return _matmul(n)
     if name == "ladder-softmax-numba":

@@ -27,7 +27,7 @@ CHILD_TIMEOUT_S = 300
 
 # --8<-- [start:child]
 def child(spec: dict) -> dict:
-    """Runs in a fresh process with empty kernel caches: what a user's first run costs."""
+    """Runs in a fresh process with empty kernel caches: a user's first run."""
     t_main = time.time()
     backend, n = spec["backend"], spec["n"]
     t0 = time.perf_counter()
@@ -77,7 +77,8 @@ def child(spec: dict) -> dict:
     sync()
     t_data = time.perf_counter() - t0
 
-    first = time_with_sync(fn, sync)  # compiles (numba, CuPy) or loads (torch) the kernel
+    # compiles (numba, CuPy) or loads (torch) the kernel
+    first = time_with_sync(fn, sync)
     to_first_result = time.time() - spec["spawn_time"]
     second = time_with_sync(fn, sync)
     # --8<-- [end:child]

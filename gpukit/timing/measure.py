@@ -125,10 +125,12 @@ def part_transfers(n: int, repeat: int) -> dict:
     rows = []
 
     # --8<-- [start:transfers]
-    def kernel_only():                      # the question: how fast is the kernel?
+    # the question: how fast is the kernel?
+    def kernel_only():
         torch_saxpy(dx, dy, dout)
 
-    def numpy_to_numpy():                   # the question: when does my NumPy array have it?
+    # the question: when does my NumPy array have the answer?
+    def numpy_to_numpy():
         gx = torch.from_numpy(x).to("cuda")  # pageable host memory: staged copies
         gy = torch.from_numpy(y).to("cuda")
         return torch_saxpy(gx, gy, torch.empty_like(gx)).cpu().numpy()
@@ -136,7 +138,8 @@ def part_transfers(n: int, repeat: int) -> dict:
     px, py = torch.from_numpy(x).pin_memory(), torch.from_numpy(y).pin_memory()
     pout = torch.empty(n, dtype=torch.float32, pin_memory=True)
 
-    def pinned_to_pinned():                 # inputs already in page-locked memory
+    # inputs already in page-locked memory
+    def pinned_to_pinned():
         dx.copy_(px, non_blocking=True)
         dy.copy_(py, non_blocking=True)
         torch_saxpy(dx, dy, dout)

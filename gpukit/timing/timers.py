@@ -16,7 +16,7 @@ import time
 
 # --8<-- [start:nosync]
 def time_without_sync(fn) -> float:
-    """WRONG: a host clock around an asynchronous launch times the launch, not the work."""
+    """WRONG: a host clock around an asynchronous launch times the launch only."""
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
@@ -76,7 +76,8 @@ def graph_time(fn, launches: int, replays: int = 5) -> float:
     torch.cuda.synchronize()
     times = []
     for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
         a.record()
         g.replay()
         b.record()
@@ -94,7 +95,8 @@ def flushed_runs(fn, flush_buffer, count: int = 50) -> list[float]:
     pairs = []
     for _ in range(count):
         flush_buffer.zero_()  # evicts fn's data from L2; not inside the events
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
@@ -137,7 +139,7 @@ def events_torch(fn, repeat: int = 30) -> list[float]:
 
 # --8<-- [start:profiler]
 def torch_profile(fn, steps: int = 10) -> dict:
-    """torch.profiler around a few calls: which kernels ran, how often, how long on the GPU."""
+    """torch.profiler around a few calls: which kernels ran, how often, how long."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     fn()

@@ -35,6 +35,17 @@ def _error_block(p: dict) -> str:
     return f"!!! failure \"This part failed on this machine\"\n    `{p['error']}`"
 
 
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks 1, 2, 5 per decade between lo and hi, or only the powers of ten when that
+    would crowd a short axis."""
+    import math
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    ticks = [m * 10.0 ** e for e in decades for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    if len(ticks) > 6:
+        ticks = [10.0 ** e for e in decades if lo <= 10.0 ** e <= hi]
+    return ticks
+
+
 def _facts(rows: list[list[str]]) -> str:
     return table(["what", "measured"], rows, "lr")
 
@@ -62,13 +73,13 @@ def first_call(slug: str, data: dict) -> str:
     p = data["first_call"]
     if "error" in p:
         return _error_block(p)
-    rows = [[f"`{r['name']}`", fmt_time(r["first_call_s"]), fmt_time(r["second_call_s"]),
-             fmt_time(r["median_s"]), fmt_num(r["first_over_steady"]) + "x"]
+    rows = [[f"`{r['name']}`", fmt_num(r["first_over_steady"]) + "x", fmt_time(r["first_call_s"]),
+             fmt_time(r["second_call_s"]), fmt_time(r["median_s"])]
             for r in p["rows"]]
-    rows += [[f"`{e['name']}`", "failed", "-", "-", e["error"]] for e in p.get("errors", [])]
+    rows += [[f"`{e['name']}`", e["error"], "failed", "-", "-"] for e in p.get("errors", [])]
     head = f"{_head(data)}, SAXPY on {p['n']:,} float32 elements, fresh process, empty kernel caches\n\n"
-    return head + table(["backend", "first call", "second call", "steady state (median)",
-                         "first / steady"], rows)
+    return head + table(["backend", "first / steady", "first call", "second call",
+                         "steady (median)"], rows)
 
 
 @pages.renderer(NAME, "context")
@@ -76,16 +87,17 @@ def context(slug: str, data: dict) -> str:
     p = data["first_call"]
     if "error" in p:
         return _error_block(p)
-    rows = [[f"`{r['name']}`", fmt_time(r["startup_s"]), fmt_time(r["import_s"]),
+    rows = [[f"`{r['name']}`", fmt_time(r["to_first_result_s"]),
+             fmt_num(r["start_to_first_over_steady"]) + "x", fmt_time(r["startup_s"]),
+             fmt_time(r["import_s"]),
              fmt_time(r["context_s"]) if r["name"] != "numba-cpu" else "none",
-             fmt_time(r["data_s"]), fmt_time(r["first_call_s"]), fmt_time(r["to_first_result_s"]),
-             fmt_num(r["start_to_first_over_steady"]) + "x"]
+             fmt_time(r["data_s"]), fmt_time(r["first_call_s"])]
             for r in p["rows"]]
     head = (f"{_head(data)}, each step of a fresh process, from starting `python` to the first "
-            f"result ({p['n']:,} elements); the last column divides the total by the steady-state "
+            f"result ({p['n']:,} elements); \"/ steady\" divides the total by the steady-state "
             "time of one call\n\n")
-    return head + table(["backend", "start Python", "import", "GPU context", "make + copy data",
-                         "first call", "total to first result", "total / steady"], rows)
+    return head + table(["backend", "total", "/ steady", "start Python", "import", "GPU context",
+                         "data", "first call"], rows)
 
 
 @pages.renderer(NAME, "transfers")
@@ -94,15 +106,14 @@ def transfers(slug: str, data: dict) -> str:
     if "error" in p:
         return _error_block(p)
     cpu = next((r["median_s"] for r in p["rows"] if r["name"].startswith("CPU")), None)
-    rows = [[r["name"], "how fast is the kernel?" if r["question"] == "kernel"
-             else "when does my host array have the answer?", fmt_time(r["median_s"]),
-             _fmt_rate(r["gbs"]), fmt_num(r["ratio_to_kernel"], 1) + "x",
-             fmt_num(r["median_s"] / cpu, 2) + "x" if cpu else "-"] for r in p["rows"]]
+    rows = [[r["name"], "kernel" if r["question"] == "kernel" else "answer",
+             fmt_time(r["median_s"]), fmt_num(r["median_s"] / cpu, 2) + "x" if cpu else "-",
+             fmt_num(r["ratio_to_kernel"], 1) + "x", _fmt_rate(r["gbs"])] for r in p["rows"]]
     head = (f"{_head(data)}, SAXPY on {p['n']:,} float32 elements ({p['bytes'] / 1e9:.1f} GB "
             "of inputs and output), inputs start in host memory; GB/s is those bytes over "
             "the time\n\n")
-    return head + table(["what was timed", "answers the question", "median", "GB/s",
-                         "vs kernel only", "vs CPU"], rows, "llrrrr")
+    return head + table(["what was timed", "question", "median", "vs CPU", "vs kernel",
+                         "GB/s"], rows, "llrrrr")
 
 
 @pages.renderer(NAME, "one_run")
@@ -116,10 +127,14 @@ def one_run(slug: str, data: dict) -> str:
              fmt_time(r["first_s"]), fmt_time(r["min_s"]), fmt_time(r["median_s"]),
              fmt_time(r["p95_s"]), fmt_time(r["max_s"]), fmt_num(r["max_over_min"], 2) + "x"]
             for r in p["rows"]]
-    head = (f"{_head(data)}, {p['count']} SAXPY calls of each size, each timed alone "
-            "(the plot below shows every run)\n\n")
-    return head + table(["elements", "timer", "run 1", "min", "median", "95th pct", "max",
-                         "max / min"], rows, "llrrrrrr")
+    spread = max(p["rows"], key=lambda r: r["max_over_min"])
+    head = (f"{_head(data)}, {p['count']} SAXPY calls of each size, each timed alone\n\n")
+    return (f"The widest spread: the slowest of {p['count']} runs took "
+            f"{fmt_num(spread['max_over_min'], 1)}x the fastest.\n\n"
+            + pages.collapsed("Run 1, min, median, 95th percentile and max of each size",
+                              head + table(["elements", "timer", "run 1", "min", "median",
+                                            "95th pct", "max", "max / min"], rows,
+                                           "llrrrrrr")))
 
 
 @pages.renderer(NAME, "one_run_facts")
@@ -148,12 +163,9 @@ def one_run_plot(slug: str, data: dict) -> str:
     p = data["one_run"]
     if "error" in p:
         return _error_block(p)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    fig.subplots_adjust(wspace=0.35)
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    fig, axes = pages.figure(2, 1, height=4.8)
+    fig.subplots_adjust(hspace=0.55)
     for ax, size in zip(axes, ("large", "small")):
         for s, colour, mark in zip([s for s in p["series"] if s["name"].startswith(size)],
                                    ("#1f77b4", "#d62728"), ("o", "x")):
@@ -161,16 +173,22 @@ def one_run_plot(slug: str, data: dict) -> str:
             ax.plot(range(1, len(us) + 1), us, mark, ms=3, color=colour,
                     label=s["name"].split(", ", 1)[1])
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.4g}"))
+        every = [v * 1e6 for s in p["series"] if s["name"].startswith(size) for v in s["samples_s"]]
+        lo, hi = min(every) / 1.3, max(every) * 1.3
+        ax.set_ylim(lo, hi)
+        ax.yaxis.set_major_locator(FixedLocator(_log_ticks(lo, hi)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("run number")
-        ax.set_ylabel("time of one run (µs, log scale)")
+        ax.set_xlim(0, len(us) + 1)
+        ax.xaxis.set_major_locator(FixedLocator([1] + list(range(50, len(us) + 1, 50))))
+        ax.set_ylabel("µs per run (log)")
         n_el = next(r["n_elements"] for r in p["rows"] if r["size"] == size)
-        ax.set_title(f"{n_el:,} elements", fontsize=10)
+        ax.set_title(f"{n_el:,} elements", loc="left")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"Single SAXPY runs, {_where(data)}", y=1.02)
+    axes[1].set_xlabel("run number")
+    axes[0].legend(loc="lower left", bbox_to_anchor=(0, 1.12), ncols=2, frameon=False,
+                   title=_where(data))
+    fig.canvas.draw()   # place the legend before the labels are checked
     return pages.svg(fig)
 
 
@@ -179,18 +197,16 @@ def cache_plot(slug: str, data: dict) -> str:
     p = data["cache"]
     if "error" in p:
         return _error_block(p)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+    fig, ax = pages.figure(height=3.2)
     mib = [r["working_set_bytes"] / 2**20 for r in p["rows"]]
+    one_core = " (one core)" if p.get("device") == "cpu" else ""
     ax.plot(mib, [r["gbs"] for r in p["rows"]], "o-", color="#1f77b4",
-            label="apparent bandwidth, same data run after run"
-            + (" (one core)" if p.get("device") == "cpu" else ""))
+            label="same data, run after run" + one_core)
     ax.set_xscale("log", base=2)  # sizes span 12 doublings; bandwidth on a linear axis from 0
     ax.set_ylim(0, 1.15 * max([r["gbs"] for r in p["rows"]] + [p.get("peak_gbs") or 0]))
-    ax.set_xlabel("working set: x + y + out (MiB, log scale)")
-    ax.set_ylabel("apparent bandwidth (GB/s)")
+    ax.set_xlabel("working set: x + y + out (MiB)")
+    ax.set_ylabel("apparent GB/s")
     if p.get("l2_bytes"):
         ax.axvline(p["l2_bytes"] / 2**20, color="#2ca02c", ls="--",
                    label=f"L2 cache ({p['l2_bytes'] / 2**20:.0f} MiB"
@@ -200,15 +216,15 @@ def cache_plot(slug: str, data: dict) -> str:
                    label=f"L3 cache ({p['l3_bytes'] / 2**20:.0f} MiB)")
     if p.get("peak_gbs"):
         ax.axhline(p["peak_gbs"], color="#d62728", ls="-.",
-                   label=f"memory peak, from clock and bus ({p['peak_gbs']:,.0f} GB/s)")
-    from matplotlib.ticker import FixedLocator, FuncFormatter
-    ticks = [t for t in (1, 4, 16, 64, 256, 1024, 4096) if mib[0] <= t <= mib[-1]]
+                   label=f"memory peak ({p['peak_gbs']:,.0f} GB/s)")
+    ticks = [t for t in (1, 16, 256, 4096) if mib[0] <= t <= mib[-1]]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower right" if p.get("device") != "cpu" else "upper right")
-    ax.set_title(f"SAXPY bandwidth vs working set, {_where(data)}", fontsize=10)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.02), frameon=False, title=_where(data),
+              alignment="left")
+    fig.canvas.draw()   # place the legend before the labels are checked
     return pages.svg(fig)
 
 
@@ -247,13 +263,14 @@ def cache(slug: str, data: dict) -> str:
         raise pages.NotRecorded("hot_cold")  # a CPU machine: the sweep only
     methods = {h.get("hot_method", "events per call") for h in p["hot_cold"]}
     hot_label = "hot" + (" (events per call)" if methods == {"events per call"} else "")
-    rows = [[f"{h['working_set_bytes'] / 2**20:,.0f} MiB", fmt_time(h["hot_s"]),
-             _fmt_rate(h["hot_gbs"]), fmt_time(h["cold_s"]), _fmt_rate(h["cold_gbs"]),
-             fmt_num(h["cold_s"] / h["hot_s"], 2) + "x"] for h in p["hot_cold"]]
+    rows = [[f"{h['working_set_bytes'] / 2**20:,.0f} MiB",
+             fmt_num(h["cold_s"] / h["hot_s"], 2) + "x",
+             f"{fmt_time(h['hot_s'])} ({_fmt_rate(h['hot_gbs'])} GB/s)",
+             f"{fmt_time(h['cold_s'])} ({_fmt_rate(h['cold_gbs'])} GB/s)"] for h in p["hot_cold"]]
     head = (f"{_head(data)}, L2 cache {p['l2_bytes'] / 2**20:.0f} MiB; memory peak "
             f"{fmt_num(p.get('peak_gbs'))} GB/s (from clock and bus width)\n\n")
-    body = head + table(["working set", f"{hot_label}: median", f"{hot_label}: GB/s",
-                         "L2 flushed: median", "L2 flushed: GB/s", "flushed / hot"], rows)
+    body = head + table(["working set", "flushed / hot", f"{hot_label}: median",
+                         "L2 flushed: median"], rows)
     small = p["hot_cold"][0]
     if small.get("hot_method", "events per call") == "events per call" and small["cold_s"] < small["hot_s"]:
         near = [r for r in p.get("rows", []) if "graph" in r.get("method", "")
@@ -274,8 +291,8 @@ def zeros(slug: str, data: dict) -> str:
     p = data["zeros"]
     if "error" in p:
         return _error_block(p)
-    rows = [[r["name"], fmt_time(r["median_s"]), fmt_num(r["tflops"]),
-             fmt_num(r["speed_vs_random"], 3) + "x",
+    rows = [[r["name"], fmt_num(r["speed_vs_random"], 3) + "x", fmt_time(r["median_s"]),
+             fmt_num(r["tflops"]),
              fmt_num(r.get("power_w")) + " W" if r.get("power_w") else "-",
              fmt_num(r.get("sm_clock_mhz")) + " MHz" if r.get("sm_clock_mhz") else "-"]
             for r in p["rows"]]
@@ -285,7 +302,7 @@ def zeros(slug: str, data: dict) -> str:
             + (f", board power limit {limit:.0f} W" if limit else "")
             + f". Time: median of {reps} calls after a warm-up. Power and clock: medians of "
             "samples taken afterwards, during about 1.5 s of calls back to back\n\n")
-    return head + table(["inputs", "median", "TFLOP/s", "speed vs random", "board power",
+    return head + table(["inputs", "speed vs random", "median", "TFLOP/s", "board power",
                          "SM clock"], rows)
 
 
@@ -294,12 +311,12 @@ def poison(slug: str, data: dict) -> str:
     p = data["poison"]
     if "error" in p:
         return _error_block(p)
-    rows = [[c["case"], "**caught**" if c["caught"] else "passed (bug hidden)", c["message"]]
-            for c in p["cases"]]
+    rows = [[c["case"], f"**caught**: {c['message'].split(': ', 1)[-1]}" if c["caught"]
+             else c["message"]] for c in p["cases"]]
     where = "numba's CUDA simulator" if p.get("simulator") else "the GPU"
     head = (f"{_head(data)}, on {where}: {p['n']:,} elements, {p['threads']} threads per block, "
             f"so {p['unwritten']} elements are never written\n\n")
-    return head + table(["output buffer", "check_close says", "message"], rows, "lll")
+    return head + table(["output buffer", "check_close says"], rows, "ll")
 
 
 @pages.renderer(NAME, "right_way")
@@ -333,8 +350,8 @@ def torch_profiler(slug: str, data: dict) -> str:
             for r in prof["rows"]]
     head = (f"{_head(data)}, {prof['steps']} calls of the torch SAXPY under `torch.profiler`, "
             "sorted by GPU time; times per call (CPU time includes the events nested inside)\n\n")
-    body = head + table(["event (operator, runtime call or kernel)", "calls", "GPU time per call",
-                         "CPU time per call"], rows, "lrrr")
+    body = head + table(["event (operator, runtime call or kernel)", "calls", "GPU / call",
+                         "CPU / call"], rows, "lrrr")
     by = {r["name"]: r for r in prof["rows"]}
     abr, op = by.get("Activity Buffer Request"), by.get("aten::add")
     kern = next((r for r in prof["rows"] if "elementwise_kernel" in r["name"]), None)
@@ -346,7 +363,11 @@ def torch_profiler(slug: str, data: dict) -> str:
                      f"{fmt_time((op['device_us'] - abr['device_us']) / 1e6 / op['calls'])} of GPU time "
                      f"and {fmt_time((op['cpu_us'] - abr['cpu_us']) / 1e6 / op['calls'])} of CPU time "
                      "per call.")
-    return body
+    kern_line = ""
+    if kern:
+        kern_line = (f"The SAXPY kernel took {fmt_time(kern['device_us'] / 1e6 / kern['calls'])} "
+                     f"of GPU time per call, over {kern['calls']} calls.\n\n")
+    return kern_line + pages.collapsed("Every event the profiler recorded", body)
 
 
 @pages.renderer(NAME, "ncu")
@@ -363,7 +384,8 @@ def ncu(slug: str, data: dict) -> str:
                   "and starts the program under its control).")
     else:
         status = f"`ncu` exited with code {nc.get('returncode')}."
-    out = f"{_head(data)}: {status}\n\n```text\n$ {nc['command']}\n{nc['output']}\n```"
+    log = f"```text\n$ {nc['command']}\n{nc['output']}\n```"
+    out = f"{_head(data)}: {status}\n\n" + pages.collapsed("What `ncu` printed", log)
     dur, n = ncu_metric(nc.get("output", ""), "Duration"), ncu_elements(nc.get("command", ""))
     if dur and n and nc.get("returncode") == 0:
         out += (f"\n\nFrom the `Duration` line: {saxpy_bytes(n) / 1e9:.2f} GB in {dur:,.0f} µs is "

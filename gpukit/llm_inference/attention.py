@@ -1,0 +1,134 @@
+"""Attention of one new token over the KV cache, split along the cache ("flash decoding").
+
+At batch 1 a decode step's attention has little to do: 8 key/value heads, each read by 4
+query rows. A kernel that gives each head to one program keeps 8 of the GPU's 132
+multiprocessors busy. Here the cache is cut into chunks as well: each program reads one chunk
+of one head and keeps, per query row, the running maximum score, the sum of exponentials
+and the weighted sum of values (the online softmax). A second small kernel merges the
+chunks: each partial result is rescaled by ``exp(its maximum - the overall maximum)``.
+
+Only positions up to the token's own (read from ``pos`` on the device, so the launch can be
+replayed from a CUDA graph) count; the rest of the static cache is masked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+
+BLOCK_S = 32           # cache positions per step of a program
+TARGET_PROGRAMS = 2048  # split the cache until about this many programs run
+
+
+def _interpreting() -> bool:
+    """Triton's interpreter multiplies 16-bit floats in tl.dot as integers: there, the
+    products are taken in float32 (on a GPU they run on the tensor cores in bf16)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _kernels():
+    import triton
+    import triton.language as tl
+
+    # --8<-- [start:partial]
+    @triton.jit
+    def partial(q_ptr, k_ptr, v_ptr, pos_ptr, o_ptr, ml_ptr, KV, S, CHUNK, scale,
+                skb, skh, sks, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr,
+                BLOCK_S: tl.constexpr, F32: tl.constexpr):
+        bh = tl.program_id(0)                 # one (sequence, key/value head) ...
+        sp = tl.program_id(1)                 # ... and one chunk of its cache
+        splits = tl.num_programs(1)
+        length = tl.load(pos_ptr) + 1
+        rows = tl.arange(0, GP)               # query heads sharing this key/value head
+        d = tl.arange(0, D)
+        q = tl.load(q_ptr + (bh * G + rows)[:, None] * D + d[None, :],
+                    mask=rows[:, None] < G, other=0.0)
+        if F32:
+            q = q.to(tl.float32)
+        m_i = tl.full([GP], float("-inf"), tl.float32)
+        l_i = tl.zeros([GP], dtype=tl.float32)
+        acc = tl.zeros([GP, D], dtype=tl.float32)
+        base = (bh // KV).to(tl.int64) * skb + (bh % KV) * skh  # may pass 2**31
+        for s0 in range(sp * CHUNK, (sp + 1) * CHUNK, BLOCK_S):
+            s = s0 + tl.arange(0, BLOCK_S)
+            valid = (s < length) & (s < S)
+            at = base + s[:, None] * sks + d[None, :]
+            k = tl.load(k_ptr + at, mask=valid[:, None], other=0.0)
+            v = tl.load(v_ptr + at, mask=valid[:, None], other=0.0)
+            if F32:
+                k, v = k.to(tl.float32), v.to(tl.float32)
+            sc = tl.dot(q, tl.trans(k)) * scale
+            sc = tl.where(valid[None, :], sc, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(sc, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp(sc - m_use[:, None])
+            alpha = tl.exp(m_i - m_use)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
+        out = (bh * splits + sp) * GP + rows
+        tl.store(o_ptr + out[:, None] * D + d[None, :], acc)
+        tl.store(ml_ptr + out * 2, m_i)
+        tl.store(ml_ptr + out * 2 + 1, l_i)
+    # --8<-- [end:partial]
+
+    @triton.jit
+    def combine(o_ptr, ml_ptr, out_ptr, SPLITS, G: tl.constexpr, GP: tl.constexpr,
+                D: tl.constexpr):
+        bh = tl.program_id(0)
+        rows = tl.arange(0, GP)
+        d = tl.arange(0, D)
+        m = tl.full([GP], float("-inf"), tl.float32)
+        for sp in range(0, SPLITS):
+            m = tl.maximum(m, tl.load(ml_ptr + ((bh * SPLITS + sp) * GP + rows) * 2))
+        l_sum = tl.zeros([GP], dtype=tl.float32)
+        acc = tl.zeros([GP, D], dtype=tl.float32)
+        for sp in range(0, SPLITS):
+            idx = (bh * SPLITS + sp) * GP + rows
+            w = tl.exp(tl.load(ml_ptr + idx * 2) - m)
+            l_sum += w * tl.load(ml_ptr + idx * 2 + 1)
+            acc += w[:, None] * tl.load(o_ptr + idx[:, None] * D + d[None, :])
+        res = acc / l_sum[:, None]
+        tl.store(out_ptr + (bh * G + rows)[:, None] * D + d[None, :],
+                 res.to(out_ptr.dtype.element_ty), mask=rows[:, None] < G)
+
+    return partial, combine
+
+
+_KERNELS = None
+
+
+def supported(q, k) -> bool:
+    """The kernels need a power-of-two head size of at least 16 and 16-bit values."""
+    d = q.shape[-1]
+    return (d >= 16 and d & (d - 1) == 0 and q.dtype in (torch.bfloat16, torch.float16)
+            and k.dtype == q.dtype and k.stride(-1) == 1)
+
+
+def decode_attention(q, k, v, pos):
+    """Attention of q [b, heads, 1, d] over caches k, v [b, kv_heads, size, d], counting
+    positions ``<= pos`` (a one-element tensor). Returns [b, heads, 1, d]."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _kernels()
+    partial, combine = _KERNELS
+    b, heads, t, d = q.shape
+    kv, size = k.shape[1], k.shape[2]
+    if t != 1 or k.stride() != v.stride():
+        raise ValueError("decode_attention takes one new token per sequence and k, v alike")
+    g = heads // kv
+    gp = max(16, 1 << (g - 1).bit_length())
+    qc = q.reshape(b * kv * g, d).contiguous()
+    splits = max(1, min(math.ceil(size / BLOCK_S), TARGET_PROGRAMS // (b * kv)))
+    chunk = math.ceil(math.ceil(size / splits) / BLOCK_S) * BLOCK_S
+    splits = math.ceil(size / chunk)
+    o = torch.empty(b * kv, splits, gp, d, device=q.device, dtype=torch.float32)
+    ml = torch.empty(b * kv, splits, gp, 2, device=q.device, dtype=torch.float32)
+    partial[(b * kv, splits)](qc, k, v, pos, o, ml, kv, size, chunk, 1.0 / math.sqrt(d),
+                              k.stride(0), k.stride(1), k.stride(2), G=g, GP=gp, D=d,
+                              BLOCK_S=BLOCK_S, F32=_interpreting())
+    out = torch.empty(b, heads, 1, d, device=q.device, dtype=q.dtype)
+    combine[(b * kv,)](o, ml, out, splits, G=g, GP=gp, D=d)
+    return out

@@ -1,0 +1,252 @@
+"""The chapter's tables and plot, drawn from ``results/<machine>/llm_inference.json``."""
+
+from __future__ import annotations
+
+from gpukit import pages
+from gpukit.pages import fmt_num, fmt_ratio, fmt_time, table
+
+from .meta import (NAME, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
+                   TARGET_INT4_SPEEDUP, TARGET_INT8_SPEEDUP, TARGET_PREFILL_SHARE,
+                   VARIANT_LABELS)
+
+GB = 1e9
+
+
+def _gpu(data: dict) -> dict:
+    return data["gpu"]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def _gb(x: float | None) -> str:
+    return "-" if x is None else f"{x / GB:,.2f} GB"
+
+
+def _roofs(g: dict) -> str:
+    c = g["ceilings"]
+    return (f"device copy {fmt_num(c['copy_gbs'])} GB/s, cuBLAS bf16 8192³ "
+            f"{fmt_num(c['matmul_tflops'])} TFLOP/s, both measured in this run")
+
+
+def _best(g: dict) -> list[dict]:
+    return [r for r in g["decode"] if r["variant"] == g["best_variant"]]
+
+
+@pages.renderer(NAME, "decode")
+def decode(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    rows = []
+    for r in _best(g):
+        rows.append([str(r["batch"]), fmt_num(r["tokens_per_s"], 1), fmt_time(r["median_s"]),
+                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy")),
+                     fmt_num(r.get("memory_roof_tokens_per_s")),
+                     fmt_num(r.get("compute_roof_tokens_per_s"))])
+    head = (f"{g['model']} shape, bf16, {g['best_variant']} "
+            f"({VARIANT_LABELS[g['best_variant']]}), {g['decode'][0]['context']:,} cached "
+            f"tokens per sequence; {_roofs(g)}.\n\n")
+    return head + table(["batch", "tokens/s", "one step", "GB/s read", "of copy",
+                         "memory roof, tokens/s", "compute roof, tokens/s"], rows)
+
+
+@pages.renderer(NAME, "roofline")
+def roofline(slug: str, data: dict) -> str:
+    """Decode tokens/s against batch, with the memory and compute roofs of the same run."""
+    g = _gpu(data)
+    best = _best(g)
+    b = [r["batch"] for r in best]
+    fig, ax = pages.figure(height=4.6)
+    ax.plot(b, [r["memory_roof_tokens_per_s"] for r in best], color="#1565c0", lw=2,
+            label="memory roof")
+    ax.plot(b, [r["compute_roof_tokens_per_s"] for r in best], color="#b71c1c", lw=2,
+            label="compute roof")
+    ax.plot(b, [r["tokens_per_s"] for r in best], "o-", color="black", ms=6,
+            label="measured")
+    cross = g.get("crossover_batch_weights_only")
+    if cross:
+        ax.axvline(cross, color="#777", ls=":", lw=1.5,
+                   label=f"roofs meet, weights alone: {cross:.0f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(b, [str(x) for x in b])
+    ax.minorticks_off()
+    ax.set_yscale("log")
+    ax.set_xlabel("batch (sequences decoded together)")
+    ax.set_ylabel("tokens/s")
+    ax.grid(alpha=0.3, which="major")
+    lo = min(r["tokens_per_s"] for r in best)
+    hi = max(r["compute_roof_tokens_per_s"] for r in best)
+    ax.set_ylim(lo / 2, hi * 60)                # room above the compute roof for the legend
+    ax.legend(loc="upper left", frameon=False)
+    ax.set_title(f"8B shape, bf16, {g['decode'][0]['context']:,}-token context\n"
+                 f"{pages.plot_title(data)}")
+    fig.tight_layout()
+    fig.canvas.draw()                         # place the legend before its labels are checked
+    return pages.svg(fig)
+
+
+@pages.renderer(NAME, "variants")
+def variants(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    by = {(r["variant"], r["batch"]): r for r in g["decode"]}
+    batches = sorted({r["batch"] for r in g["decode"]})
+    names = [v for v in VARIANT_LABELS if any(k[0] == v for k in by)]
+    rows = []
+    for b in batches:
+        line = [str(b)]
+        for v in names:
+            r = by.get((v, b))
+            line.append("-" if r is None else
+                        f"{fmt_num(r['tokens_per_s'], 1)} ({_pct(r.get('share_of_copy'))})"
+                        + pages.dagger(r))
+        rows.append(line)
+    compile_s = g.get("compile_s", {})
+    note = ""
+    if compile_s:
+        note = ("\n\ntorch.compile's first call (tracing and compiling the small steps), per "
+                "batch size: " + ", ".join(f"batch {b}: {fmt_time(s)}" for b, s in compile_s.items())
+                + ". It is paid once per shape and is not in the rates above.")
+    sdpa, fast = g.get("decode_sdpa"), g.get("fast_decode") or {}
+    if isinstance(sdpa, dict) and "tokens_per_s" in sdpa:
+        mine = by.get(("compile", 1))
+        note += (f"\n\nAttention at batch 1: the split-cache Triton kernels give "
+                 f"{fmt_num(mine['tokens_per_s'], 1)} tokens/s; PyTorch's "
+                 f"`scaled_dot_product_attention` over the masked cache, in the same step, "
+                 f"{fmt_num(sdpa['tokens_per_s'], 1)} tokens/s.") if mine else ""
+    elif fast and not fast.get("enabled"):
+        note += ("\n\nThe split-cache attention kernels were not used on this machine: "
+                 f"{fast.get('error', 'they did not match PyTorch attention')}.")
+    note += pages.host_bound_note(g["decode"])
+    return table(["batch"] + [f"{VARIANT_LABELS[v]}: tokens/s (of copy)" for v in names],
+                 rows) + note
+
+
+@pages.renderer(NAME, "prefill")
+def prefill(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    if isinstance(g["prefill"], dict):
+        return f"!!! failure \"Prefill failed on this machine\"\n    `{g['prefill']['error']}`"
+    rows = []
+    for r in g["prefill"]:
+        if r.get("oom"):
+            rows.append([f"{r['tokens']:,}", "out of memory", "-", "-", "-"])
+            continue
+        rows.append([f"{r['tokens']:,}", fmt_time(r["time_to_first_token_s"]),
+                     fmt_num(r["flops"] / 1e12, 1), fmt_num(r["tflops"]),
+                     _pct(r["share_of_matmul"])])
+    return (f"Batch 1, bf16; {_roofs(g)}.\n\n"
+            + table(["prompt tokens", "time to first token", "TFLOP", "TFLOP/s",
+                     "of cuBLAS"], rows))
+
+
+@pages.renderer(NAME, "attention")
+def attention(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    if isinstance(g["attention"], dict):
+        return f"!!! failure \"The attention comparison failed\"\n    `{g['attention']['error']}`"
+    rows = []
+    for r in g["attention"]:
+        name = "flash (scaled_dot_product_attention)" if r["impl"] == "flash" else "written out"
+        if r["oom"]:
+            rows.append([f"{r['context']:,}", name, "out of memory", "-",
+                         f"needs more than the {_gb(r['free_bytes'])} free"])
+        else:
+            rows.append([f"{r['context']:,}", name, fmt_time(r["median_s"]),
+                         fmt_num(r["tflops"]), _gb(r["extra_peak_bytes"])])
+    r0 = g["attention"][0]
+    return (f"One layer's attention, batch 1, {r0['heads']} heads of {r0['head_dim']}, causal, "
+            f"bf16. The score matrix alone takes heads x context² x 2 bytes.\n\n"
+            + table(["context", "attention", "time", "TFLOP/s", "memory beyond q, k, v"], rows))
+
+
+@pages.renderer(NAME, "memory")
+def memory(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    checks = {(c["precision"], c["batch"]): c for c in g.get("advisor_check", [])}
+    rows = []
+    for m in g["memory"]:
+        c = checks.get((m["precision"], m["batch"]), {})
+        adv = c.get("advise_memory_bytes")
+        rows.append([m["precision"], str(m["batch"]), _gb(m["weight_bytes"]), _gb(m["kv_bytes"]),
+                     _gb(m["other_bytes"]), _gb(m["peak_bytes"]), _gb(adv),
+                     "-" if not adv else f"{100 * (adv / m['peak_bytes'] - 1):+.1f} %"])
+    return (f"{g['memory'][0]['context']:,} cached tokens per sequence; peak = weights + what "
+            f"the cache and one decode step allocate (`torch.cuda.max_memory_allocated`).\n\n"
+            + table(["precision", "batch", "weights", "KV cache", "other", "peak",
+                     "`gpukit advise`", "advise vs peak"], rows))
+
+
+@pages.renderer(NAME, "quant")
+def quant(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    base = next(r for r in g["decode"] if r["batch"] == 1 and r["variant"] == g["best_variant"])
+    mine = [r for r in g["quant"] if r["variant"] == g["best_variant"]]
+    matrix = any("matrix_rel_err" in r for r in mine)
+    rows = [["bf16", fmt_num(base["tokens_per_s"], 1), "1.0x", _gb(base["bytes_per_step"]),
+             fmt_num(base["gbs"]), _pct(base.get("share_of_copy"))] + ["-"] * (2 + matrix)]
+    for r in mine:
+        err = [f"{100 * r['matrix_rel_err']:.1f} %"] if matrix else []
+        rows.append([r["precision"], fmt_num(r["tokens_per_s"], 1),
+                     fmt_ratio(r.get("speedup_vs_bf16"), 2), _gb(r["bytes_per_step"]),
+                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy"))] + err
+                    + [f"{100 * r['logits_rel_err']:.1f} %", _pct(r["top1_agreement"])])
+    head = (f"Batch 1, {base['context']:,} cached tokens, {g['best_variant']}; errors against "
+            f"bf16: " + ("one MLP matrix times random vectors, and " if matrix else "")
+            + "the logits of one decode step (same cache, same tokens).\n\n")
+    return head + table(["precision", "tokens/s", "vs bf16", "read per step", "GB/s",
+                         "of copy"] + (["one matrix's error"] if matrix else [])
+                        + ["logits error", "same top token"], rows)
+
+
+@pages.renderer(NAME, "advisor")
+def advisor(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    rows = []
+    for c in g.get("advisor_check", []):
+        adv = c.get("advise_tokens_per_s")
+        rows.append([c["precision"], str(c["batch"]), fmt_num(c["measured_tokens_per_s"], 1),
+                     fmt_num(adv, 1),
+                     "-" if not adv else f"{100 * (adv / c['measured_tokens_per_s'] - 1):+.1f} %"])
+    if not rows:
+        raise pages.NotRecorded("advisor_check")
+    return table(["precision", "batch", "measured tokens/s", "`gpukit advise` tokens/s",
+                  "advise vs measured"], rows)
+
+
+# ------------------------------------------------------------------ targets
+
+@pages.targets(NAME)
+def targets(data: dict) -> list[pages.Target]:
+    g = data.get("gpu")
+    if not g:
+        return []
+    out = []
+    share = g.get("decode_efficiency")
+    out.append(pages.Target("batch-1 bf16 decode, bytes read per second",
+                            f">= {TARGET_DECODE_SHARE:.0%} of the copy bandwidth",
+                            _pct(share), None if share is None else share >= TARGET_DECODE_SHARE))
+    for prec, goal in (("int8", TARGET_INT8_SPEEDUP), ("int4", TARGET_INT4_SPEEDUP)):
+        r = next((r for r in g.get("quant", []) if r["precision"] == prec
+                  and r.get("speedup_vs_bf16")), None)
+        s = r and r["speedup_vs_bf16"]
+        out.append(pages.Target(f"weight-only {prec}, batch 1", f">= {goal}x the bf16 tokens/s",
+                                fmt_ratio(s, 2), None if s is None else s >= goal))
+    p8 = next((r for r in g["prefill"] if r.get("tokens") == 8192 and not r.get("oom")), None) \
+        if isinstance(g.get("prefill"), list) else None
+    out.append(pages.Target("prefill at 8K tokens", f">= {TARGET_PREFILL_SHARE:.0%} of cuBLAS bf16",
+                            _pct(p8 and p8["share_of_matmul"]),
+                            None if p8 is None else p8["share_of_matmul"] >= TARGET_PREFILL_SHARE))
+    checks = g.get("advisor_check", [])
+    mem = [abs(c["advise_memory_bytes"] / c["measured_peak_bytes"] - 1) for c in checks
+           if c.get("advise_memory_bytes")]
+    dec = [abs(c["advise_tokens_per_s"] / c["measured_tokens_per_s"] - 1) for c in checks
+           if c.get("advise_tokens_per_s")]
+    out.append(pages.Target(f"`gpukit advise` memory, {len(mem)} configurations",
+                            f"within {TARGET_ADVISE_MEMORY:.0%} of measured peak",
+                            f"worst {max(mem):.1%}" if mem else "-",
+                            None if len(mem) < 3 else max(mem) <= TARGET_ADVISE_MEMORY))
+    out.append(pages.Target(f"`gpukit advise` decode, {len(dec)} configurations",
+                            f"within {TARGET_ADVISE_DECODE:.0%} of measured",
+                            f"worst {max(dec):.1%}" if dec else "-",
+                            None if len(dec) < 3 else max(dec) <= TARGET_ADVISE_DECODE))
+    return out

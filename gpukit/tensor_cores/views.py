@@ -1,0 +1,311 @@
+"""The chapter's tables and plots, drawn from ``results/<machine>/tensor_cores.json``.
+
+Imports only :mod:`gpukit.pages`, :mod:`gpukit.results` and the chapter's ``meta``.
+A rung that failed its checks on a machine is left out of that machine's tables (the
+results file keeps the error).
+"""
+
+from __future__ import annotations
+
+from gpukit import pages
+
+from .meta import (FP8_KERNELS, FP8_LIBRARY, FP8_LIBRARY_LABEL, FP8_TARGET, LIBRARY,
+                   LIBRARY_LABEL, PRECISIONS, RUNGS, SLUG, TARGETS)
+
+LABELS = {**{k: v[0] for k, v in RUNGS.items()}, LIBRARY: LIBRARY_LABEL,
+          **{k: v[0] for k, v in FP8_KERNELS.items()}, FP8_LIBRARY: FP8_LIBRARY_LABEL}
+WRITTEN = {**{k: v[1] for k, v in RUNGS.items()}, LIBRARY: "library",
+           **{k: v[1] for k, v in FP8_KERNELS.items()}, FP8_LIBRARY: "library"}
+ROOF_LABELS = {"fp32": "fp32, CUDA cores (cuBLAS)", "tf32": "tf32 (cuBLAS)",
+               "bf16": "bf16 (cuBLAS)", "fp16": "fp16 (cuBLAS)",
+               "e4m3": "fp8 e4m3 (cuBLASLt)",
+               "e4m3-fp32-acc": "fp8 e4m3, sums promoted to fp32 (cuBLASLt)",
+               "e5m2": "fp8 e5m2 x e4m3 (cuBLASLt)"}
+
+
+def passed(row: dict) -> bool:
+    """A row that was checked at every awkward shape and at the timed size."""
+    return bool(row.get("ok")) and row.get("tflops") is not None
+
+
+def ladder_rows(gpu: dict) -> dict[str, dict]:
+    return {r["kernel"]: r for r in gpu["ladder"] if passed(r)}
+
+
+def fp8_rows(gpu: dict) -> dict[str, dict]:
+    return {r["kernel"]: r for r in gpu["fp8"] if passed(r)}
+
+
+def roof(gpu: dict, precision: str) -> dict | None:
+    return next((r for r in gpu["roofs"] if r.get("precision") == precision
+                 and r.get("tflops")), None)
+
+
+@pages.renderer(SLUG, "roofs")
+def render_roofs(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    fp32 = roof(gpu, "fp32")
+    rows = []
+    for r in gpu["roofs"]:
+        if not r.get("tflops"):
+            continue
+        ratio = r["tflops"] / fp32["tflops"] if fp32 else None
+        rows.append([ROOF_LABELS.get(r["precision"], r["precision"]),
+                     pages.fmt_num(r["tflops"]), pages.fmt_ratio(ratio),
+                     pages.fmt_time(r["median_s"])])
+    n = gpu["n"]
+    head = (f"**{pages.machine_title(data)}**, one {n:,} x {n:,} x {n:,} product on random "
+            "data, median of repeated calls timed with CUDA events.\n\n")
+    return head + pages.table(["precision (library)", "TFLOP/s", "x fp32", "median"], rows)
+
+
+@pages.renderer(SLUG, "accuracy")
+def render_accuracy(slug: str, data: dict) -> str:
+    acc = data["accuracy"]
+    ks = acc["ks"]
+    table = acc["table"]
+    precisions = [p for p in PRECISIONS if any(r["precision"] == p for r in table)]
+    rows = []
+    for p in precisions:
+        cells = {r["k"]: r for r in table if r["precision"] == p}
+        bound = max(cells[k]["bound"] for k in ks)
+        rows.append([PRECISIONS[p][0], f"{cells[ks[0]]['unit_roundoff']:.1e}",
+                     *[f"{cells[k]['max']:.1e}" for k in ks], f"{bound:.1e}"])
+    head = ("Largest error of one element of C = A W<sup>T</sup> (64 x 64 outputs, "
+            "standard-normal data rounded to each precision, sums in fp32), divided by "
+            "the same element of |A| |W|<sup>T</sup>; float64 reference; last column: the "
+            "worst-case bound at the largest K.\n\n")
+    return head + pages.table(["inputs", "unit roundoff", *[f"K = {k:,}" for k in ks],
+                               "bound"], rows)
+
+
+@pages.renderer(SLUG, "ladder")
+def render_ladder(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    rows_by = ladder_rows(gpu)
+    lib = rows_by.get(LIBRARY)
+    rows = []
+    for kernel in list(RUNGS) + [LIBRARY]:
+        r = rows_by.get(kernel)
+        if r is None:
+            continue
+        pct = 100 * r["tflops"] / lib["tflops"] if lib else None
+        rows.append([f"`{kernel}`" + pages.dagger(r), WRITTEN[kernel],
+                     pages.fmt_num(r["tflops"]),
+                     "-" if pct is None else f"{pct:.1f} %", pages.fmt_time(r["median_s"]),
+                     pages.fmt_time(r["first_call_s"]), f"{r['error']:.1e}"])
+    n = gpu["n"]
+    head = (f"**{pages.machine_title(data)}**, C = A W<sup>T</sup> in bf16 with fp32 "
+            f"sums, M = N = K = {n:,}; error: beyond the output's own rounding, relative "
+            "to |A| |W|<sup>T</sup>, against float64.\n\n")
+    note = pages.host_bound_note(list(rows_by.values()))
+    return head + pages.table(["kernel", "written in", "TFLOP/s", "of cuBLAS", "median",
+                               "first call", "error"], rows) + note
+
+
+@pages.renderer(SLUG, "checks")
+def render_checks(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    rows = []
+    for r in gpu["ladder"] + gpu["fp8"]:
+        if not passed(r) or not r.get("checks"):
+            continue
+        worst = max(c["error"] for c in r["checks"])
+        shapes = ", ".join(f"{c['m']}x{c['n']}x{c['k']}" for c in r["checks"])
+        rows.append([f"`{r['kernel']}`", shapes, f"{worst:.1e}"])
+    head = ("Every kernel shown on this page passed at each of these M x N x K shapes "
+            "(fresh random inputs, output filled with NaN first):\n\n")
+    return head + pages.table(["kernel", "shapes", "largest error"], rows, align="llr")
+
+
+@pages.renderer(SLUG, "sweep")
+def render_sweep(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    shown = set(ladder_rows(gpu))
+    sizes = sorted({r["n"] for r in gpu["sweep"]})
+    kernels = [k for k in list(RUNGS) + [LIBRARY] if k in shown]
+    cell = {(r["kernel"], r["n"]): r for r in gpu["sweep"] if r.get("tflops")}
+    rows = []
+    for k in kernels:
+        rows.append([f"`{k}`", *[pages.fmt_num(cell[(k, s)]["tflops"])
+                                 + pages.dagger(cell[(k, s)]) if (k, s) in cell
+                                 else "-" for s in sizes]])
+    graphs = sorted({r["n"] for r in gpu["sweep"] if r.get("graph")})
+    head = (f"**{pages.machine_title(data)}**, TFLOP/s at M = N = K = n; sizes up to "
+            f"{max(graphs) if graphs else 0:,} replayed from a CUDA graph of 10 calls.\n\n")
+    note = pages.host_bound_note(list(cell.values()))
+    return head + pages.table(["kernel", *[f"n = {s:,}" for s in sizes]], rows) + note
+
+
+@pages.renderer(SLUG, "fp8")
+def render_fp8(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    rows_by = fp8_rows(gpu)
+    lt = rows_by.get(FP8_LIBRARY)
+    bf16 = ladder_rows(gpu).get(LIBRARY)
+    rows = []
+    for kernel in list(FP8_KERNELS) + [FP8_LIBRARY]:
+        r = rows_by.get(kernel)
+        if r is None:
+            continue
+        pct = 100 * r["tflops"] / lt["tflops"] if lt else None
+        rows.append([f"`{kernel}`", WRITTEN[kernel], pages.fmt_num(r["tflops"]),
+                     "-" if pct is None else f"{pct:.1f} %",
+                     pages.fmt_ratio(r["tflops"] / bf16["tflops"] if bf16 else None),
+                     f"{r['error']:.1e}"])
+    n = gpu["n"]
+    head = (f"**{pages.machine_title(data)}**, C = s<sub>A</sub> s<sub>W</sub> A W<sup>T"
+            f"</sup> from e4m3 operands with one scale per tensor, bf16 out, M = N = K = "
+            f"{n:,}.\n\n")
+    return head + pages.table(["kernel", "written in", "TFLOP/s", "of cuBLASLt fp8",
+                               "x cuBLAS bf16", "error"], rows)
+
+
+@pages.renderer(SLUG, "sanitizer")
+def render_sanitizer(slug: str, data: dict) -> str:
+    san = data["sanitizer"]
+    rows = []
+    for r in san["runs"]:
+        ran = len(r["ran"]) == len(san["shapes"]) and not r["failed"]
+        rows.append([f"`{r['kernel']}`", r["tool"],
+                     (r.get("summary") or "no summary") if ran
+                     else "the kernel did not run (see the results file)",
+                     f"{len(r['ran'])} of {len(san['shapes'])}"])
+    if not rows:
+        return "compute-sanitizer: not recorded on this machine."
+    shapes = ", ".join("x".join(map(str, s)) for s in san["shapes"])
+    head = (f"compute-sanitizer {san.get('version') or ''} on each CUDA C kernel at "
+            f"{shapes}, each run also checked against float64:\n\n")
+    return head + pages.table(["kernel", "tool", "summary", "shapes checked"], rows,
+                              align="lllr")
+
+
+@pages.targets(SLUG)
+def targets(data: dict) -> list[pages.Target]:
+    gpu = data.get("gpu")
+    out = []
+    lib = ladder_rows(gpu).get(LIBRARY) if gpu else None
+    for kernel, goal in TARGETS.items():
+        r = ladder_rows(gpu).get(kernel) if gpu else None
+        name = f"{LABELS[kernel]}, bf16 {gpu['n'] if gpu else 8192}^3"
+        if r is None or lib is None:
+            failed = bool(gpu) and kernel in gpu.get("failures", {})
+            out.append(pages.Target(name, f">= {goal:.0%} of cuBLAS",
+                                    "failed" if failed else "not recorded",
+                                    False if failed else None))
+            continue
+        frac = r["tflops"] / lib["tflops"]
+        out.append(pages.Target(name, f">= {goal:.0%} of cuBLAS", f"{100 * frac:.1f} %",
+                                frac >= goal))
+    rows = fp8_rows(gpu) if gpu else {}
+    lt = rows.get(FP8_LIBRARY)
+    mine = [r for k, r in rows.items() if k != FP8_LIBRARY]
+    best = max(mine, key=lambda r: r["tflops"]) if mine else None
+    name = "fp8 e4m3, best path" + (f" ({LABELS[best['kernel']]})" if best else "")
+    if best is None or lt is None:
+        out.append(pages.Target(name, f">= {FP8_TARGET:.0%} of cuBLASLt fp8", "not recorded",
+                                None))
+    else:
+        frac = best["tflops"] / lt["tflops"]
+        out.append(pages.Target(name, f">= {FP8_TARGET:.0%} of cuBLASLt fp8",
+                                f"{100 * frac:.1f} %", frac >= FP8_TARGET))
+    if gpu:
+        every = [r for r in gpu["ladder"] + gpu["fp8"]]
+        ok = all(passed(r) for r in every) and not gpu.get("failures")
+        out.append(pages.Target("every kernel: correct at the awkward shapes, error within "
+                                "the bound", "all pass",
+                                f"{sum(passed(r) for r in every)} of "
+                                f"{len(every) + len(gpu.get('failures', {}))} pass", ok))
+    return out
+
+
+#: a rung's description on the page, shown only where the results hold it passing
+CUDA_C_TEXT = {
+    "01-wmma": (
+        "WMMA fragments",
+        "The oldest way to reach the tensor cores from CUDA C is `nvcuda::wmma`: a warp "
+        "loads 16 x 16 fragments of A and B from shared memory, multiplies them with "
+        "`mma_sync` into an fp32 accumulator fragment and stores it. Each warp of the "
+        "block owns 64 x 32 of a 128 x 128 tile of C; shared-memory rows are padded so "
+        "that their starts stay 16-byte aligned, as WMMA needs.",
+        "wmma"),
+    "02-mma-sync": (
+        "mma.sync, ldmatrix, cp.async and a swizzle",
+        "One level down, in inline PTX: `mma.sync.m16n8k16` takes its operands from "
+        "registers, loaded from shared memory by `ldmatrix` (eight rows of 16 bytes per "
+        "matrix). `cp.async` copies the next tiles from global to shared memory without "
+        "passing through registers, STAGES tiles ahead, so the copies overlap the "
+        "arithmetic. Each 16-byte chunk of a shared-memory row is stored at a position "
+        "XORed with bits of the row number (a swizzle), so that the eight rows one "
+        "`ldmatrix` reads fall into eight different groups of banks.",
+        "mma"),
+    "03-wgmma-tma": (
+        "wgmma fed by TMA, warp-specialised and persistent",
+        "Hopper's own path: `wgmma.mma_async` makes a warpgroup (four warps) multiply "
+        "a 64 x 16 tile of A by a 16 x 256 tile of W straight from shared memory into "
+        "128 fp32 registers per thread, asynchronously. The copy engine (TMA) brings "
+        "128 x 64 and 256 x 64 tiles into shared memory in the 128-byte swizzled layout "
+        "wgmma reads, and counts the bytes in on an mbarrier. One producer warpgroup "
+        "issues the copies, two consumer warpgroups do the MMAs, and a second mbarrier "
+        "per slot hands the slot back. The grid has one block per SM, and each block "
+        "walks over output tiles (persistent).",
+        "wgmma"),
+}
+
+
+def _cu_section(name: str) -> str:
+    """The lines of tensor_cores.cu between its --8<-- markers ``name``."""
+    from pathlib import Path
+    text = Path(__file__).with_name("tensor_cores.cu").read_text(encoding="utf-8")
+    start = text.index(f"// --8<-- [start:{name}]")
+    start = text.index("\n", start) + 1
+    return text[start:text.index(f"// --8<-- [end:{name}]")].rstrip()
+
+
+@pages.renderer(SLUG, "cuda-c")
+def render_cuda_c(slug: str, data: dict) -> str:
+    gpu = data["gpu"]
+    rows = ladder_rows(gpu)
+    lib = rows.get(LIBRARY)
+    parts = []
+    for i, (kernel, (title, text, section)) in enumerate(CUDA_C_TEXT.items(), 1):
+        r = rows.get(kernel)
+        if r is None or lib is None:
+            continue
+        pct = 100 * r["tflops"] / lib["tflops"]
+        parts.append(f"**Rung {i}: {title}.** {text} On {pages.machine_title(data)} at "
+                     f"{gpu['n']:,}^3 it reaches {pages.fmt_num(r['tflops'])} TFLOP/s, "
+                     f"{pct:.1f} % of cuBLAS.\n\n"
+                     f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
+                     f"{_cu_section(section)}\n```")
+    if not parts:
+        return ("The three hand-written CUDA C rungs (WMMA, `mma.sync`, `wgmma` + TMA) "
+                f"were not recorded passing on {pages.machine_title(data)}; their "
+                "source is `gpukit/tensor_cores/tensor_cores.cu`.")
+    return "\n\n".join(parts)
+
+
+@pages.renderer(SLUG + "_profiles", "profiles")
+def render_profiles(slug: str, data: dict) -> str:
+    rows = []
+    for r in data["gpu"]["rows"]:
+        tm = r.get("tensor_metrics") or {}
+        pipe = tm.get("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")
+        stalls = ", ".join(f"{s['reason']} {s['cycles_per_issue']:.1f}"
+                           for s in (r.get("top_stalls") or [])[:2])
+        hot = ((r.get("sass") or {}).get("hot") or [{}])[0]
+        rows.append([f"`{r['kernel']}`", pages.fmt_time(r["duration_s"]),
+                     "-" if pipe is None else f"{pipe:.0f} %",
+                     "-" if r.get("achieved_occupancy_pct") is None
+                     else f"{r['achieved_occupancy_pct']:.1f} %",
+                     pages.fmt_num(r.get("bank_conflicts")), stalls or "-",
+                     f"`{hot['sass']}`" if hot.get("sass") else "-"])
+    if not rows:
+        raise pages.NotRecorded("profiles")
+    n = data["gpu"]["rows"][0]["n"]
+    head = (f"**{pages.machine_title(data)}**, Nsight Compute on one launch of each rung "
+            f"at M = N = K = {n:,} (after a warm-up); stalls in cycles per issued "
+            "instruction; hot: the instruction with the most stall samples.\n\n")
+    return head + pages.table(["kernel", "duration", "tensor pipe active",
+                               "achieved occupancy", "bank conflicts", "top stalls",
+                               "hot instruction"], rows, align="lrrrrll")

@@ -1,0 +1,332 @@
+"""The language-model chapter: the decoder against Hugging Face's Llama, the KV cache against
+recomputation, the int8/int4 kernels (Triton's interpreter, in a child process), the command."""
+
+import pytest
+import torch
+
+from gpukit import proc
+from gpukit.llm_inference import meta
+from gpukit.llm_inference.model import (PRESETS, Config, ConfigError, KVCache, generate,
+                                        random_model, to_hf_state_dict)
+from gpukit.llm_inference.quant import (dequantize_int4, dequantize_int8, quantize_int4,
+                                        quantize_int8)
+from tests.helpers import assert_one_line_error, run_cli
+
+#: a small model that still has grouped heads (6 query heads share 2 key/value heads)
+SMALL = Config(layers=2, hidden=96, heads=6, kv_heads=2, ffn=136, vocab=211)
+
+
+def _model(cfg=SMALL, seed=3, context=40):
+    return random_model(cfg, seed=seed, dtype=torch.float32, max_context=context)
+
+
+def _tokens(cfg, shape, seed=5):
+    return torch.randint(0, cfg.vocab, shape, generator=torch.Generator().manual_seed(seed))
+
+
+@torch.inference_mode()
+def test_logits_match_hugging_face_llama():
+    transformers = pytest.importorskip("transformers")
+    m = _model()
+    hc = transformers.LlamaConfig(
+        hidden_size=SMALL.hidden, intermediate_size=SMALL.ffn, num_hidden_layers=SMALL.layers,
+        num_attention_heads=SMALL.heads, num_key_value_heads=SMALL.kv_heads,
+        vocab_size=SMALL.vocab, rope_theta=SMALL.rope_theta, rms_norm_eps=SMALL.norm_eps,
+        max_position_embeddings=40, tie_word_embeddings=False)
+    hf = transformers.LlamaForCausalLM(hc).eval()
+    missing, unexpected = hf.load_state_dict(to_hf_state_dict(m), strict=True)
+    assert not missing and not unexpected
+    tokens = _tokens(SMALL, (3, 17))
+    ours = m(tokens, torch.arange(17), KVCache.empty(SMALL, 3, 40, "cpu", torch.float32),
+             prefill=True)
+    ref = hf(tokens).logits[:, -1]
+    assert torch.isfinite(ours).all()
+    err = (ours - ref).abs().max() / ref.abs().max()
+    assert err < 1e-5, err
+
+
+@torch.inference_mode()
+@pytest.mark.parametrize("start, chunk", [(1, 1), (5, 1), (6, 4), (9, 2)])
+def test_decoding_with_the_cache_equals_recomputing(start, chunk):
+    m = _model()
+    tokens = _tokens(SMALL, (2, 13))
+    full = m(tokens, torch.arange(13), KVCache.empty(SMALL, 2, 40, "cpu", torch.float32),
+             prefill=True)
+    cache = KVCache.empty(SMALL, 2, 40, "cpu", torch.float32)
+    cache.k.fill_(1e4)                # slots not yet written must carry no weight
+    cache.v.fill_(1e4)
+    m(tokens[:, :start], torch.arange(start), cache, prefill=True)
+    t = start
+    while t < 13:
+        n = min(chunk, 13 - t)
+        out = m(tokens[:, t:t + n], torch.arange(t, t + n), cache)
+        t += n
+    assert torch.isfinite(out).all()
+    assert torch.allclose(out, full, rtol=1e-4, atol=1e-5), (out - full).abs().max()
+
+
+@torch.inference_mode()
+def test_greedy_generation_with_the_cache_equals_recomputing_each_token():
+    m = _model()
+    prompt = _tokens(SMALL, (2, 5))
+    new = generate(m, prompt, 6)
+    seq = prompt
+    for i in range(6):
+        t = seq.shape[1]
+        logits = m(seq, torch.arange(t), KVCache.empty(SMALL, 2, 40, "cpu", torch.float32),
+                   prefill=True)
+        seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(new, seq[:, 5:])
+
+
+@torch.inference_mode()
+def test_bf16_model_on_the_cpu_stays_close_to_float32():
+    m32 = _model()
+    m16 = random_model(SMALL, seed=3, dtype=torch.bfloat16, max_context=40)
+    # the same seed draws the same numbers, rounded to bf16
+    assert torch.equal(m16.layers[1].w13, m32.layers[1].w13.to(torch.bfloat16))
+    tokens = _tokens(SMALL, (2, 9))
+    a = m32(tokens, torch.arange(9), KVCache.empty(SMALL, 2, 40, "cpu", torch.float32), prefill=True)
+    b = m16(tokens, torch.arange(9), KVCache.empty(SMALL, 2, 40, "cpu", torch.bfloat16),
+            prefill=True).float()
+    assert ((a - b).norm() / a.norm()) < 0.05
+
+
+def test_the_8b_shape_has_the_advisors_parameter_count():
+    from gpukit.cloud.models import PRESETS as ADVISOR, count_params
+    cfg = PRESETS["llama-3.1-8b"]
+    total, _ = count_params(ADVISOR[meta.ADVISOR_MODEL])
+    assert cfg.params() == total
+    assert 8.0e9 < cfg.params() < 8.1e9
+    # a decode step reads everything but the embedding table (only its batch's rows)
+    assert cfg.params() - cfg.read_params(1) == (cfg.vocab - 1) * cfg.hidden
+    assert cfg.kv_bytes_per_token() == 2 * 32 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(hidden=100, heads=3), "do not divide the hidden size"),
+    (dict(heads=32, kv_heads=5), "key/value heads do not divide"),
+    (dict(layers=0), "layers must be"),
+    (dict(vocab=-3), "vocab must be"),
+    (dict(hidden=96, heads=32, kv_heads=8), "even head size"),
+    (dict(ffn=2.5), "ffn must be"),
+])
+def test_impossible_configurations_are_refused(kw, words):
+    with pytest.raises(ConfigError, match=words):
+        Config(**kw)
+
+
+def test_context_beyond_the_cache_is_refused():
+    m = _model(context=8)
+    with pytest.raises(ConfigError, match="exceed the context"):
+        generate(m, _tokens(SMALL, (1, 5)), 4)
+    with pytest.raises(ConfigError):
+        random_model(SMALL, max_context=0)
+
+
+# ------------------------------------------------------------------ quantisation
+
+@pytest.mark.parametrize("n, k", [(1, 128), (5, 256), (33, 384)])
+def test_int8_and_int4_round_trip_within_half_a_step(n, k):
+    w = torch.randn(n, k, generator=torch.Generator().manual_seed(n)) * 0.02
+    w[0, 3] = 0.5                                    # an outlier sets its row's (group's) scale
+    codes, scale = quantize_int8(w)
+    assert codes.dtype == torch.uint8 and codes.shape == (n, k)
+    step8 = scale[:, None]
+    assert ((dequantize_int8(codes, scale) - w).abs() <= step8 / 2 + 1e-7).all()
+    packed, s4 = quantize_int4(w)
+    assert packed.shape == (n, k // 2) and s4.shape == (n, k // 128)
+    back = dequantize_int4(packed, s4)
+    step4 = s4.float().repeat_interleave(128, dim=1)
+    # bf16 scales: the step itself is rounded, so allow the rounding of 7 steps too
+    assert ((back - w).abs() <= step4 * (0.5 + 7 * 2**-8) + 1e-7).all()
+
+
+def test_int4_packing_puts_the_two_halves_of_a_group_in_one_byte():
+    w = torch.zeros(1, 128)
+    w[0, 0], w[0, 64], w[0, 1] = 7.0, -8.0, 1.0       # scale = 8/7: codes 7, -7, 1
+    packed, scale = quantize_int4(w)
+    q = [round(v) for v in (torch.tensor([7.0, -8.0, 1.0]) / scale.float()[0, 0]).tolist()]
+    assert packed[0, 0].item() == (q[0] + 8) | ((q[1] + 8) << 4)
+    assert packed[0, 1].item() == (q[2] + 8) | (8 << 4)
+    with pytest.raises(ValueError, match="multiple of the group"):
+        quantize_int4(torch.zeros(2, 100))
+
+
+def _kernels_in_interpreter(shapes):
+    """In a child with TRITON_INTERPRET=1: the Triton kernels against dequantise-then-multiply."""
+    import torch
+
+    from gpukit.llm_inference.quant import Int4Linear, Int8Linear
+    out = []
+    for n, k, m in shapes:
+        g = torch.Generator().manual_seed(n * k + m)
+        w = (torch.randn(n, k, generator=g) * k ** -0.5).to(torch.bfloat16)
+        x = torch.randn(m, k, generator=g).to(torch.bfloat16)
+        for L in (Int8Linear(w), Int4Linear(w)) if k % 128 == 0 else (Int8Linear(w),):
+            y = L(x)
+            ref = x.float() @ L.dequantize().T
+            out.append({"bits": L.bits, "shape": [n, k, m], "dtype": str(y.dtype),
+                        "out_shape": list(y.shape), "finite": bool(torch.isfinite(y).all()),
+                        "err": float((y.float() - ref).abs().max() / ref.abs().max())})
+    return out
+
+
+def test_triton_kernels_match_dequantised_products_in_the_interpreter():
+    # rows not a multiple of the block, K of one group, 3 groups, several input rows
+    # int8 only: an input size that is no multiple of the kernel's step (int4 refuses it)
+    shapes = [[7, 128, 1], [33, 384, 1], [20, 256, 3], [5, 2304, 2], [3, 200, 1]]
+    got = proc.run_fresh("tests.test_llm_inference:_kernels_in_interpreter", shapes,
+                         env={**proc.NO_GPU, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert isinstance(got, list), got
+    assert len(got) == 2 * len(shapes) - 1
+    for r in got:
+        n, k, m = r["shape"]
+        assert r["finite"] and r["dtype"] == "torch.bfloat16" and r["out_shape"] == [m, n], r
+        assert r["err"] < 1e-2, r                  # bf16 output: about 2^-8 relative
+
+
+def _decode_attention_in_interpreter(cases):
+    """In a child with TRITON_INTERPRET=1: the split-cache kernels against attention over
+    the masked cache in float32, and a whole decode step with and without them."""
+    import torch
+
+    from gpukit.llm_inference.attention import decode_attention
+    from gpukit.llm_inference.model import Config, KVCache, grouped_attention, random_model
+    out = []
+    for b, kv, g, size, pos in cases:
+        gen = torch.Generator().manual_seed(size + pos)
+        q = torch.randn(b, kv * g, 1, 16, generator=gen).to(torch.bfloat16)
+        k, v = (torch.randn(b, kv, size, 16, generator=gen).to(torch.bfloat16) for _ in "kv")
+        p = torch.tensor([pos])
+        ref = grouped_attention(q.float(), k.float(), v.float(), torch.arange(size)[None] <= p)
+        got = decode_attention(q, k, v, p).float()
+        out.append({"case": [b, kv, g, size, pos], "finite": bool(torch.isfinite(got).all()),
+                    "err": float((got - ref).abs().max() / ref.abs().max())})
+    cfg = Config(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=100)
+    m = random_model(cfg, seed=0, dtype=torch.bfloat16, max_context=48)
+    cache = KVCache.empty(cfg, 2, 48, "cpu", torch.bfloat16, fill_seed=1)
+    tokens, pos = torch.tensor([[3], [7]]), torch.tensor([30])
+    a = m(tokens, pos, cache).float()
+    m.fast_decode = True
+    b_ = m(tokens, pos, cache).float()
+    out.append({"case": "model", "finite": bool(torch.isfinite(b_).all()),
+                "err": float((a - b_).abs().max() / a.abs().max())})
+    return out
+
+
+def test_split_cache_decode_attention_matches_in_the_interpreter():
+    # one chunk; chunks with the token in the middle; the first position; uneven groups
+    cases = [[1, 2, 4, 100, 99], [2, 2, 3, 64, 10], [3, 1, 1, 40, 0], [1, 4, 2, 200, 137]]
+    got = proc.run_fresh("tests.test_llm_inference:_decode_attention_in_interpreter", cases,
+                         env={**proc.NO_GPU, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert isinstance(got, list) and len(got) == len(cases) + 1, got
+    for r in got:
+        assert r["finite"], r
+        assert r["err"] < 2e-2, r             # bf16 inputs and output
+
+
+def test_crossover_batch_is_where_the_two_times_meet():
+    b = meta.crossover_batch(16e9, 1e7, 16e9, 4e12, 8e14)
+    t_mem = (16e9 + b * 1e7) / 4e12
+    t_cmp = b * 16e9 / 8e14
+    assert abs(t_mem - t_cmp) / t_cmp < 1e-9
+    assert meta.crossover_batch(16e9, 1e9, 1e6, 4e12, 8e14) is None
+
+
+def test_the_advisor_gives_memory_and_speed_for_the_8b_shape():
+    from gpukit.llm_inference.measure import advise
+    mem, tps = advise("bf16", 1, 1024, "NVIDIA H200")
+    cfg = PRESETS["llama-3.1-8b"]
+    assert mem > cfg.params() * 2 + cfg.kv_bytes_per_token() * 1024
+    assert tps and tps > 0
+    mem4, _ = advise("int4", 1, 1024, "NVIDIA H200")
+    assert mem4 < mem
+
+
+# ------------------------------------------------------------------ the command
+
+@pytest.mark.parametrize("args, words", [
+    (["--hidden", "100", "--heads", "3"], "do not divide the hidden size"),
+    (["--kv-heads", "5"], "do not divide 32 heads"),
+    (["--batch", "0"], "> 0"),
+    (["--batch", "1,-2"], "> 0"),
+    (["--context", "-5"], "> 0"),
+    (["--layers", "0"], "> 0"),
+    (["--precision", "int3"], "unknown 'int3'"),
+    (["--preset", "gpt5"], "unknown preset"),
+    (["--context", "100000000", "--batch", "64"], "needs about"),
+])
+def test_bad_input_gets_one_line_and_exit_2(args, words):
+    proc_ = run_cli("llm", "bench", *args, env=proc.NO_GPU)
+    line = assert_one_line_error(proc_)
+    assert words in line, line
+
+
+def test_int4_needs_sizes_in_whole_groups():
+    proc_ = run_cli("llm", "bench", "--hidden", "192", "--heads", "2", "--kv-heads", "2",
+                    "--precision", "int4", env=proc.NO_GPU)
+    assert "multiple of 128" in assert_one_line_error(proc_)
+
+
+def test_without_a_gpu_the_command_runs_the_tiny_model_and_says_so():
+    p = run_cli("llm", "bench", "--batch", "1,2", "--context", "16", "--repeat", "2",
+                env=proc.NO_GPU, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "no NVIDIA GPU" in p.stdout and "tiny configuration on the CPU" in p.stdout
+    rows = [ln.split() for ln in p.stdout.splitlines() if ln.strip().startswith("fp32")]
+    assert [r[1] for r in rows] == ["1", "2"]
+    assert all(float(r[5].replace(",", "")) > 0 for r in rows)
+
+
+# ------------------------------------------------------------------ on a real GPU
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_kernels_at_the_8b_shapes_match_dequantised_products():
+    from gpukit.llm_inference.quant import Int4Linear, Int8Linear
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for n, k in ((6144, 4096), (4096, 14336)):
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) * k ** -0.5
+        for m in (1, 3):
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+            for L in (Int8Linear(w), Int4Linear(w)):
+                y = L(x).float()
+                ref = x.float() @ L.dequantize().T
+                assert torch.isfinite(y).all()
+                assert (y - ref).abs().max() / ref.abs().max() < 1e-2, (L.bits, n, k, m)
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_split_cache_attention_matches_and_the_benchmark_enables_it():
+    from gpukit.llm_inference.attention import decode_attention
+    from gpukit.llm_inference.measure import enable_fast_decode
+    from gpukit.llm_inference.model import grouped_attention
+    g = torch.Generator(device="cuda").manual_seed(1)
+    for b, size, pos in ((1, 1024, 1023), (3, 1000, 777), (64, 96, 5)):
+        q = torch.randn(b, 32, 1, 128, device="cuda", generator=g).to(torch.bfloat16)
+        k, v = (torch.randn(b, 8, size, 128, device="cuda", generator=g).to(torch.bfloat16)
+                for _ in "kv")
+        p = torch.tensor([pos], device="cuda")
+        mask = torch.arange(size, device="cuda")[None] <= p
+        ref = grouped_attention(q.float(), k.float(), v.float(), mask)
+        got = decode_attention(q, k, v, p).float()
+        assert (got - ref).abs().max() / ref.abs().max() < 2e-2, (b, size, pos)
+    m = random_model(Config(layers=2, hidden=512, heads=8, kv_heads=2, ffn=1024, vocab=300),
+                     device="cuda", max_context=400)
+    assert enable_fast_decode(m)["enabled"] and m.fast_decode
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_decoding_with_the_cache_equals_recomputing():
+    m = random_model(SMALL, seed=3, device="cuda", dtype=torch.float32, max_context=40)
+    tokens = _tokens(SMALL, (2, 13)).cuda()
+    full = m(tokens, torch.arange(13, device="cuda"),
+             KVCache.empty(SMALL, 2, 40, "cuda", torch.float32), prefill=True)
+    cache = KVCache.empty(SMALL, 2, 40, "cuda", torch.float32)
+    m(tokens[:, :6], torch.arange(6, device="cuda"), cache, prefill=True)
+    for t in range(6, 13):
+        out = m(tokens[:, t:t + 1], torch.tensor([t], device="cuda"), cache)
+    assert torch.allclose(out, full, rtol=1e-3, atol=1e-4), (out - full).abs().max()
