@@ -22,23 +22,29 @@ def _met(ok: bool) -> str:
 
 @pages.card_renderer("graphics")
 def card(data: dict) -> str:
+    from .views import GOALS, cpu_note
     p = data["gpu"]
     by = {r["name"]: r for r in p["rows"]}
-    plain, leaky, tree, one = by["plain"], by["leaky"], by["bvh"], by["1 spp"]
+    plain, leaky, tree = by["plain"], by["leaky"], by["bvh"]
+    one = by.get("1 spp, BVH")
     shared = (f", {fmt_time(by['shared']['median_s'])} with the spheres staged in shared memory"
               if "shared" in by else "")
-    fps = 1 / one["median_s"]
+    if one:
+        fps = 1 / one["median_s"]
+        realtime = (f"One sample per pixel at {one['width']} x {one['height']} with the BVH runs at "
+                    f"{fmt_num(fps)} frames per second ({_met(fps >= GOALS['fps_1spp'])} the target of "
+                    f"{GOALS['fps_1spp']}).")
+    else:                                       # recorded before the 1-spp BVH frame was timed
+        realtime = ""
     takeaways = [
         f"The final scene of *Ray Tracing in One Weekend* at {tree['width']} x {tree['height']}, "
         f"{tree['spp']} samples per pixel, takes **{fmt_time(tree['median_s'])}** on the GPU with a BVH, "
         f"{fmt_num(tree['segments_per_s'] / 1e9, 2)} G ray segments per second "
-        f"({_met(tree['median_s'] <= 0.040 and tree['segments_per_s'] >= 2e9)} the 40 ms and 2 G targets); "
-        f"testing every sphere takes {fmt_time(plain['median_s'])}{shared}.",
-        f"Per ray segment, with the same hit test on both sides, the GPU is "
-        f"{fmt_ratio(p['vs_all_cores'], 0)} numba on all {p['cores']} CPU cores testing every sphere and "
-        f"{fmt_ratio(p['bvh_vs_all_cores_bvh'], 0)} with a BVH. One sample per pixel at {one['width']} x "
-        f"{one['height']}, testing every sphere, runs at {fmt_num(fps)} frames per second "
-        f"({_met(fps >= 100)} the target of 100).",
+        f"({_met(tree['median_s'] <= GOALS['frame_s'] and tree['segments_per_s'] >= GOALS['segments_per_s'])} "
+        f"the 40 ms and 2 G targets); testing every sphere takes {fmt_time(plain['median_s'])}{shared}.",
+        (f"Per ray segment, with the same hit test on both sides, the GPU is "
+         f"{fmt_ratio(p['vs_all_cores'], 0)} numba on all {p['cores']} CPU cores testing every sphere and "
+         f"{fmt_ratio(p['bvh_vs_all_cores_bvh'], 0)} with a BVH ({cpu_note(p)}). " + realtime).strip(),
         f"Two Python literals (`2.0 *`, `4.0 *`) in the hit test put "
         f"{p['ptx_f64']['leaky']['outside_sincos']} float64 instructions in the kernel's PTX (the float32 "
         f"kernel has {p['ptx_f64']['plain']['outside_sincos']}, not counting libdevice's sin/cos) and make "

@@ -67,15 +67,17 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:nearest]
     @jit
-    def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The closest sphere hit by the ray o + t d (d of length 1), brute force over all
-        (``nodes``, the BVH, is not used)."""
+        (``nodes``, the BVH, is not used); ``last``: the sphere o lies on, or -1."""
         best, hit = INF, -1
         for i in range(i32(sx.shape[0])):
             cx, cy, cz = sx[i] - ox, sy[i] - oy, sz[i] - oz
             b = cx * dx + cy * dy + cz * dz          # 17 FLOPs a test: 3 subtractions,
             c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]   # 2 dot products (5 each), r*r
             disc = b * b - c                         # and its subtraction, the discriminant (2)
+            if i == last:                            # o is on it: c is 0 exactly
+                disc = b * b
             if disc > ZERO:
                 root = math.sqrt(disc)
                 t = b - root
@@ -88,7 +90,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:leak]
     @jit
-    def nearest_leaky(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest_leaky(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The same test as the textbook writes it: a t^2 + b t + c = 0. Two Python float
         literals (4.0 and 2.0) make disc, t and best float64, without a warning."""
         best, hit = INF, -1
@@ -98,6 +100,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
             b = TWO * (cx * dx + cy * dy + cz * dz)
             c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]
             disc = b * b - 4.0 * a * c
+            if i == last:
+                disc = b * b
             if disc > 0:
                 t = (-b - math.sqrt(disc)) / (2.0 * a)
                 if t < TMIN:
@@ -109,7 +113,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:bvh]
     @jit
-    def nearest_bvh(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes):
+    def nearest_bvh(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
         """The same answer as ``nearest``, visiting only the boxes the ray enters. Nodes are in
         depth-first order; a node's column 8 is where to go next when the ray misses its box
         or after its spheres are tested (a "skip" pointer), so the walk needs no stack."""
@@ -132,6 +136,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
                     b = cx * dx + cy * dy + cz * dz
                     c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]
                     disc = b * b - c
+                    if i == last:
+                        disc = b * b
                     if disc > ZERO:
                         root = math.sqrt(disc)
                         t = b - root
@@ -175,7 +181,7 @@ def build(jit, leak: bool = False, bvh: bool = False):
     def first_material(px, py, seed, width, height, cam, sx, sy, sz, sr, mat, nodes):
         """What the first sample of a pixel sees first: a material code, or 3 for the sky."""
         ox, oy, oz, dx, dy, dz, state = camera_ray(px, py, 0, seed, width, height, cam)
-        t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes)
+        t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, -1)
         return 3 if i < 0 else mat[i]
 
     # --8<-- [start:path]
@@ -186,9 +192,11 @@ def build(jit, leak: bool = False, bvh: bool = False):
         ox, oy, oz, dx, dy, dz, state = camera_ray(px, py, s, seed, width, height, cam)
         tr, tg, tb = ONE, ONE, ONE                       # what the path still lets through
         segments = 0
+        last = -1                                        # the sphere the ray starts on
         for _ in range(max_depth):                       # bounces as a loop, no recursion
-            t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes)
+            t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last)
             segments += 1
+            last = i
             if i < 0:                                    # the sky: a white-to-blue gradient
                 w = HALF * (dy + ONE)
                 return (tr * (ONE - w + w * SKY_R), tg * (ONE - w + w * SKY_G), tb, segments)
@@ -253,21 +261,37 @@ def build(jit, leak: bool = False, bvh: bool = False):
 # ---------------------------------------------------------------------- the CPU backends
 
 def make_cpu_render(shade, parallel: bool):
-    """A CPU renderer around ``shade``: rows spread over all cores (``parallel``) or one."""
+    """A CPU renderer around ``shade``: rows dealt over all cores (``parallel``), or one."""
     loop = numba.prange if parallel else range
 
     # --8<-- [start:cpu]
     @numba.njit(parallel=parallel)
     def render_cpu(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
         height, width = out.shape[0], out.shape[1]
-        for py in loop(height):                      # prange: rows spread over all cores
-            for px in range(width):
-                r, g, b, n = shade(px, py, spp, seed, width, height, cam, sx, sy, sz, sr, mat,
-                                   ar, ag, ab, fz, nodes, max_depth)
-                out[py, px, 0], out[py, px, 1], out[py, px, 2] = r, g, b
-                segs[py, px] = n
+        # rows differ in work: deal them out like cards, thread k takes k, k + n, ...
+        n = min(numba.get_num_threads(), height) if parallel else 1
+        for k in loop(n):
+            for py in range(k, height, n):
+                for px in range(width):
+                    r, g, b, m = shade(px, py, spp, seed, width, height, cam, sx, sy,
+                                       sz, sr, mat, ar, ag, ab, fz, nodes, max_depth)
+                    out[py, px, 0], out[py, px, 1], out[py, px, 2] = r, g, b
+                    segs[py, px] = m
     # --8<-- [end:cpu]
     return render_cpu
+
+
+def work_balance(segs: np.ndarray, threads: int) -> dict:
+    """How evenly ``threads`` threads share an image's work, taking a pixel's work to be its ray
+    segments: the most any thread gets over the mean, with rows dealt like cards (as
+    ``render_cpu`` does) and in equal runs of consecutive rows (prange's own split). Its
+    inverse caps the parallel efficiency."""
+    rows = segs.sum(axis=1).astype(np.float64)
+    n = max(1, min(threads, rows.size))
+    dealt = np.array([rows[k::n].sum() for k in range(n)])
+    runs = np.array([part.sum() for part in np.array_split(rows, n)])
+    return {"threads": n, "dealt_max_over_mean": float(dealt.max() / dealt.mean()),
+            "runs_max_over_mean": float(runs.max() / runs.mean())}
 
 
 shade_cpu, nearest_cpu, pcg_cpu, _ = build(numba.njit)

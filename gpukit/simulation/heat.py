@@ -3,7 +3,7 @@
     u_new[y, x] = u[y, x] + r * (u[y-1, x] + u[y+1, x] + u[y, x-1] + u[y, x+1] - 4 u[y, x])
 
 with r = alpha dt / dx^2, stable for r <= 1/4. The edges hold their values (Dirichlet). Two
-buffers take turns. Each cell update does 9 floating-point operations on 8 bytes of memory
+buffers take turns. Each cell update does 8 floating-point operations on 8 bytes of memory
 traffic in float32 (one read, one write; the neighbours come from caches): about one operation
 per byte, far below what a GPU computes per byte it can move, so the stencil is memory-bound.
 

@@ -8,9 +8,12 @@ velocities c_i. One time step, fused into one pass over the grid (the *pull* sch
 2. collide: relax every f_i towards the equilibrium of the cell's density and velocity,
    f_i += omega (f_i^eq - f_i), plus a body force (Guo's forcing term) where one is given.
 
-The populations are stored as structure of arrays, ``f[9, ny, nx]``: population i of
+The populations are stored as structure of arrays, ``[9, ny, nx]``: population i of
 neighbouring cells is contiguous, so a warp reads 32 neighbouring cells' f_i at once. Two
-buffers take turns (ping-pong): a step reads one and writes the other.
+buffers take turns (ping-pong): a step reads one and writes the other. What is stored is each
+population's departure from rest, g_i = f_i - w_i (w_i its lattice weight): numbers near 0,
+whose float32 rounding is a small fraction of that of f_i near w_i, so the mass stays put over
+long runs. The weights themselves are float32 numbers that sum to exactly 1.
 
 The collision is one Python function, compiled twice: as a CUDA device function and as a CPU
 function. The GPU runs one thread per cell; the CPU (``numba.njit(parallel=True)``) runs rows
@@ -28,43 +31,62 @@ from .meta import backend_ok, check_speed, check_tau, whole
 
 f32 = np.float32
 ONE, HALF, THREE, FOUR5, ONE5, NINE = f32(1), f32(0.5), f32(3), f32(4.5), f32(1.5), f32(9)
-W0, WS, WD = f32(4 / 9), f32(1 / 9), f32(1 / 36)          # weights: rest, straight, diagonal
-#: the float32 weights sum to 1 + this (not exactly 1): each collision scales a cell's mass by
-#: 1 + omega * WEIGHT_SUM_ERROR, a drift of about 1e-8 per step that float32 cannot avoid
+#: weights: straight and diagonal as float32, the diagonal one rounded to a multiple of 2**-27
+#: so that the rest weight 1 - 4 WS - 4 WD is a float32 too: the nine then sum to exactly 1
+#: (plain float32 roundings of 4/9, 1/9 and 1/36 sum to 1 + 2**-27, and every collision then
+#: adds omega * 2**-27 of a cell's density to it: a drift of mass that never stops)
+WS = f32(1 / 9)
+WD = f32(round(2**27 / 36) / 2**27)
+W0 = f32(1 - 4 * float(WS) - 4 * float(WD))
+#: what the plain float32 roundings of 4/9, 1/9 and 1/36 sum to beyond 1 (2**-27): with those
+#: weights each step would add omega times this to the mass
+ROUNDED_WEIGHTS_EXCESS = float(f32(4 / 9)) + 4 * float(f32(1 / 9)) + 4 * float(f32(1 / 36)) - 1
+#: how far the float32 weights' exact sum is from 1 (0: the check below keeps it so)
 WEIGHT_SUM_ERROR = float(W0) + 4 * float(WS) + 4 * float(WD) - 1
 #: the nine lattice velocities (cx, cy) and their weights, in the order of f's first axis
 C = np.array([(0, 0), (1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1)])
-W = np.array([4 / 9] + [1 / 9] * 4 + [1 / 36] * 4)
+W = np.array([float(W0)] + [float(WS)] * 4 + [float(WD)] * 4)
 OPPOSITE = (0, 3, 4, 1, 2, 7, 8, 5, 6)
 
 
 # --8<-- [start:collide]
-def _collide(f0, f1, f2, f3, f4, f5, f6, f7, f8, omega, fx):
-    """BGK collision of one cell's nine streamed populations, with Guo's body force fx along x:
-    f_i += omega (f_i^eq - f_i) + w_i (1 - omega/2) [3 (cx_i - ux) + 9 (c_i . u) cx_i] fx."""
-    rho = ((f0 + f1) + (f2 + f3)) + ((f4 + f5) + (f6 + f7)) + f8
+def _collide(g0, g1, g2, g3, g4, g5, g6, g7, g8, omega, fx):
+    """BGK collision of one cell's nine streamed populations, each stored as its
+    departure from rest, g_i = f_i - w_i, with Guo's body force fx along x:
+    g_i += omega (g_i^eq - g_i) + w_i (1 - omega/2) [3 (cx_i - ux) + 9 (c_i.u) cx_i] fx,
+    g_i^eq = w_i (drho + rho (3 c_i.u + 4.5 (c_i.u)^2 - 1.5 u.u)), drho = rho - 1."""
+    drho = ((g0 + g1) + (g2 + g3)) + ((g4 + g5) + (g6 + g7)) + g8
+    rho = ONE + drho
     inv = ONE / rho
-    ux = ((f1 - f3) + (f5 - f7) + (f8 - f6) + HALF * fx) * inv   # half the force: Guo's scheme
-    uy = ((f2 - f4) + (f5 - f7) + (f6 - f8)) * inv
+    ux = ((g1 - g3) + (g5 - g7) + (g8 - g6) + HALF * fx) * inv   # Guo: half the force
+    uy = ((g2 - g4) + (g5 - g7) + (g6 - g8)) * inv
     u2 = ONE5 * (ux * ux + uy * uy)
     k = (ONE - HALF * omega) * fx
-    d0 = f0 + omega * (W0 * rho * (ONE - u2) - f0) + W0 * k * (-THREE * ux)
+    d0 = g0 + omega * (W0 * (drho - rho * u2) - g0) + W0 * k * (-THREE * ux)
     cu = ux
-    d1 = f1 + omega * (WS * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f1) + WS * k * (THREE * (ONE - ux) + NINE * cu)
+    e = WS * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d1 = g1 + omega * (e - g1) + WS * k * (THREE * (ONE - ux) + NINE * cu)
     cu = uy
-    d2 = f2 + omega * (WS * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f2) + WS * k * (-THREE * ux)
+    e = WS * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d2 = g2 + omega * (e - g2) + WS * k * (-THREE * ux)
     cu = -ux
-    d3 = f3 + omega * (WS * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f3) + WS * k * (THREE * (-ONE - ux) - NINE * cu)
+    e = WS * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d3 = g3 + omega * (e - g3) + WS * k * (THREE * (-ONE - ux) - NINE * cu)
     cu = -uy
-    d4 = f4 + omega * (WS * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f4) + WS * k * (-THREE * ux)
+    e = WS * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d4 = g4 + omega * (e - g4) + WS * k * (-THREE * ux)
     cu = ux + uy
-    d5 = f5 + omega * (WD * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f5) + WD * k * (THREE * (ONE - ux) + NINE * cu)
+    e = WD * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d5 = g5 + omega * (e - g5) + WD * k * (THREE * (ONE - ux) + NINE * cu)
     cu = uy - ux
-    d6 = f6 + omega * (WD * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f6) + WD * k * (THREE * (-ONE - ux) - NINE * cu)
+    e = WD * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d6 = g6 + omega * (e - g6) + WD * k * (THREE * (-ONE - ux) - NINE * cu)
     cu = -ux - uy
-    d7 = f7 + omega * (WD * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f7) + WD * k * (THREE * (-ONE - ux) - NINE * cu)
+    e = WD * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d7 = g7 + omega * (e - g7) + WD * k * (THREE * (-ONE - ux) - NINE * cu)
     cu = ux - uy
-    d8 = f8 + omega * (WD * rho * (ONE + THREE * cu + FOUR5 * cu * cu - u2) - f8) + WD * k * (THREE * (ONE - ux) + NINE * cu)
+    e = WD * (drho + rho * (THREE * cu + FOUR5 * cu * cu - u2))
+    d8 = g8 + omega * (e - g8) + WD * k * (THREE * (ONE - ux) + NINE * cu)
     return d0, d1, d2, d3, d4, d5, d6, d7, d8
 
 
@@ -82,15 +104,17 @@ def make_cell(collide):
             return                                       # inside an obstacle: nothing to do
         if inlet != 0 and x == 0:                        # the inflow column: equilibrium at u_in
             u2 = ONE5 * u_in * u_in
-            dst[0, y, x] = W0 * (ONE - u2)
-            dst[1, y, x] = WS * (ONE + THREE * u_in + FOUR5 * u_in * u_in - u2)
-            dst[3, y, x] = WS * (ONE - THREE * u_in + FOUR5 * u_in * u_in - u2)
-            dst[2, y, x] = WS * (ONE - u2)
-            dst[4, y, x] = WS * (ONE - u2)
-            dst[5, y, x] = WD * (ONE + THREE * u_in + FOUR5 * u_in * u_in - u2)
-            dst[8, y, x] = WD * (ONE + THREE * u_in + FOUR5 * u_in * u_in - u2)
-            dst[6, y, x] = WD * (ONE - THREE * u_in + FOUR5 * u_in * u_in - u2)
-            dst[7, y, x] = WD * (ONE - THREE * u_in + FOUR5 * u_in * u_in - u2)
+            ahead = THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = u_in
+            back = -THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = -u_in
+            dst[0, y, x] = -W0 * u2                 # g = f^eq - w at density 1
+            dst[1, y, x] = WS * ahead
+            dst[3, y, x] = WS * back
+            dst[2, y, x] = -WS * u2
+            dst[4, y, x] = -WS * u2
+            dst[5, y, x] = WD * ahead
+            dst[8, y, x] = WD * ahead
+            dst[6, y, x] = WD * back
+            dst[7, y, x] = WD * back
             return
         # neighbours: periodic in y; in x periodic, or (with an inlet) the last column copies itself
         xm = x - 1 if x > 0 else nx - 1
@@ -155,13 +179,14 @@ def lbm_step_cpu(src, dst, solid, omega, u_in, fx, inlet):
 
 
 def equilibrium(rho, ux, uy) -> np.ndarray:
-    """f_i^eq of density and velocity fields (float64 in, float32 out), shape (9, ny, nx)."""
+    """The equilibrium of density and velocity fields as stored, g_i = f_i^eq - w_i
+    (computed in float64, returned as float32), shape (9, ny, nx)."""
     u2 = 1.5 * (ux * ux + uy * uy)
-    f = np.empty((9,) + np.shape(rho), dtype=np.float32)
+    g = np.empty((9,) + np.shape(rho), dtype=np.float32)
     for i, ((cx, cy), w) in enumerate(zip(C, W)):
         cu = cx * ux + cy * uy
-        f[i] = w * rho * (1 + 3 * cu + 4.5 * cu * cu - u2)
-    return f
+        g[i] = w * ((rho - 1) + rho * (3 * cu + 4.5 * cu * cu - u2))
+    return g
 
 
 def cylinder(nx: int, ny: int, radius: float | None = None, centre=None) -> np.ndarray:
@@ -202,7 +227,7 @@ class Lattice:
         y = np.arange(ny)[:, None] * np.ones((1, nx))
         ux = np.full((ny, nx), self.u_in) * (solid == 0)
         uy = perturb * self.u_in * np.sin(2 * np.pi * y / ny) * (solid == 0)
-        f = equilibrium(np.ones((ny, nx)), ux, uy)
+        f = equilibrium(np.ones((ny, nx)), ux, uy)      # as stored: f_i^eq - w_i
         self.steps = 0
         if backend == "numba-cuda":
             self._a, self._b = cuda.to_device(f), cuda.to_device(f)
@@ -233,13 +258,19 @@ class Lattice:
         return self
 
     @property
-    def f(self) -> np.ndarray:
-        """The populations after the last step, on the host: float32 (9, ny, nx)."""
+    def g(self) -> np.ndarray:
+        """The populations after the last step as stored, f_i - w_i, on the host: float32
+        (9, ny, nx)."""
         return self._a.copy_to_host() if hasattr(self._a, "copy_to_host") else self._a.copy()
+
+    @property
+    def f(self) -> np.ndarray:
+        """The populations after the last step, f_i = g_i + w_i: float64 (9, ny, nx)."""
+        return self.g.astype(np.float64) + W[:, None, None]
 
     def fields(self):
         """Density and velocity (float64, ny x nx), zero inside obstacles."""
-        f = self.f.astype(np.float64)
+        f = self.f
         rho = f.sum(axis=0)
         fluid = self.solid == 0
         safe = np.where(fluid, rho, 1.0)
@@ -250,8 +281,10 @@ class Lattice:
         return rho * fluid, ux * fluid, uy * fluid
 
     def mass(self) -> float:
-        """Total density over fluid cells, summed in float64."""
-        return float(self.f.astype(np.float64).sum(axis=0)[self.solid == 0].sum())
+        """Total density over fluid cells, summed in float64 (from the stored g_i: each
+        cell's density is 1 + the sum of its g_i)."""
+        fluid = self.solid == 0
+        return float(np.count_nonzero(fluid) + self.g.astype(np.float64).sum(axis=0)[fluid].sum())
 
     def vorticity(self) -> np.ndarray:
         """The curl of the velocity, d(uy)/dx - d(ux)/dy (float64, zero inside obstacles)."""

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from .meta import HEAT_BYTES_PER_CELL, HEAT_FLOPS_PER_CELL, LBM_BYTES_PER_CELL, NBODY_FLOPS_PER_INTERACTION
+from .meta import (HEAT_BYTES_PER_CELL, HEAT_FLOPS_PER_CELL, LBM_BYTES_PER_CELL,
+                   NBODY_FLOPS_PER_INTERACTION, lbm_bytes)
 
 #: sizes: "gpu" for the GPU rows, "cpu" for the CPU baseline on a GPU machine, "small" on a machine
 #: without a GPU, "tiny" for the tests. Grids several times larger than the caches (CPU L3 included).
@@ -28,6 +29,11 @@ SIZES = {
     "small": {"lbm": (2048, 512), "lbm_picture": (320, 80, 6000), "nbody": 4096, "heat": 8192,
               "nbody_energy": (512, 400)},
 }
+
+
+#: steps of the physics checks: Poiseuille flow, and each half of the closed box's mass run
+PHYSICS_STEPS = {"cpu": {"poiseuille": 3000, "mass": 10_000}, "small": {"poiseuille": 3000, "mass": 10_000},
+                 "tiny": {"poiseuille": 3000, "mass": 1000}}
 
 
 def _row(model, name, backend, size, updates, t, *, roof_gbs=None, bytes_per=None, flops_per=None,
@@ -95,18 +101,39 @@ def cpu_simd() -> dict:
             "nbody": _simd(nbody.accel_cpu, (f2, f2, f)), "heat": _simd(heat.heat_step_cpu, (f2, f2, f))}
 
 
-def ptx_facts() -> dict:
-    """What numba-cuda emits for each n-body kernel (compiled for sm_90, read from its PTX)."""
-    from numba import cuda
+def _ptx(fn, sig: str, fastmath: bool = False) -> str | None:
+    """The PTX numba-cuda emits for ``fn`` on sm_90; None where this machine has no NVVM (or
+    runs the simulator, which compiles nothing). Any other compile error is raised."""
+    from gpukit import device
+    if device.simulator_enabled():
+        return None
+    try:
+        from numba import cuda
+        compile_ptx = cuda.compile_ptx
+    except (ImportError, AttributeError):
+        return None
+    if compile_ptx is None:
+        return None
+    try:
+        ptx, _ = compile_ptx(fn, sig, cc=(9, 0), fastmath=fastmath)
+    except Exception as exc:
+        text = str(exc)
+        if "libnvvm" in text.lower() or "nvvm" in type(exc).__name__.lower():
+            return None
+        raise
+    return ptx
 
+
+def ptx_facts() -> dict:
+    """What numba-cuda emits for each n-body kernel (compiled for sm_90, read from its PTX);
+    ``{"skipped": why}`` where this machine cannot compile PTX."""
     from . import nbody
     facts = {}
     for variant, (_, fastmath, _) in nbody.VARIANTS.items():
-        try:
-            ptx, _ = cuda.compile_ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
-                                      "float32[:,::1], float32[:,::1], float32", cc=(9, 0), fastmath=fastmath)
-        except Exception as exc:  # noqa: BLE001 - no NVVM on this machine
-            return {"error": f"{type(exc).__name__}: {exc}"}
+        ptx = _ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
+                   "float32[:,::1], float32[:,::1], float32", fastmath)
+        if ptx is None:
+            return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
         count = {name: len(re.findall(pat, ptx)) for name, pat in (
             ("rsqrt.approx", r"\brsqrt\.approx"), ("sqrt.approx", r"\bsqrt\.approx"), ("sqrt.rn", r"\bsqrt\.rn"),
             ("rcp.rn", r"\brcp\.rn"), ("div.approx", r"\bdiv\.approx"), ("div.rn", r"\bdiv\.rn"),
@@ -115,34 +142,77 @@ def ptx_facts() -> dict:
     return facts
 
 
+#: floating-point arithmetic instructions in PTX: operation and type
+PTX_ARITH = re.compile(r"^\s*(add|sub|mul|fma|div|neg|abs|min|max)(?:\.\w+)*\.(f32|f64)\s", re.M)
+
+
+def heat_ptx() -> dict:
+    """The heat kernel's floating-point instructions per cell update, per precision, read from
+    its PTX for sm_90: each kind counted, divided by the stores (one per cell) in the PTX."""
+    from . import heat
+    out = {}
+    for dtype in ("float32", "float64"):
+        ptx = _ptx(heat.heat_kernel.py_func, f"{dtype}[:,::1], {dtype}[:,::1], {dtype}")
+        if ptx is None:
+            return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
+        stores = len(re.findall(r"^\s*st\.global\.f(?:32|64)\s", ptx, re.M))
+        kinds: dict[str, int] = {}
+        for op, _ in PTX_ARITH.findall(ptx):
+            kinds[op] = kinds.get(op, 0) + 1
+        per = {k: v / stores for k, v in kinds.items()}
+        out[dtype] = {"stores": stores, "per_cell": per, "instructions": sum(per.values()),
+                      "flops": sum(per.values()) + per.get("fma", 0)}     # an FMA is two FLOP
+    return out
+
+
 def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
     from . import lbm
     from .picture import pack
     rows = []
     backends = ["cpu"] if cpu_only else ["numba-cuda", "cpu"]
     check = {}
+    compile_s = None
     if not cpu_only:                                    # verify first: the same arithmetic on both
         a, b = (lbm.Lattice(lbm.cylinder(256, 64), tau=0.6, u_in=0.1, inlet=True, backend=be,
                             perturb=0.3) for be in ("numba-cuda", "cpu"))
         compile_s = _first_step(a)                      # the kernel's first call: it compiles
         a.step(199)
         b.step(200)
-        check = {"grid": "256 x 64", "steps": 200, "max_abs_diff": float(np.abs(a.f - b.f).max())}
+        check = {"grid": "256 x 64", "steps": 200, "max_abs_diff": float(np.abs(a.g - b.g).max())}
         if not check["max_abs_diff"] < 1e-3:
             raise AssertionError(f"LBM: GPU and CPU differ by {check['max_abs_diff']:.3g}")
-    for backend in backends:
-        nx, ny = sizes["gpu" if backend == "numba-cuda" else where]["lbm"]
-        lat = lbm.Lattice(lbm.cylinder(nx, ny), tau=0.6, u_in=0.1, inlet=True, backend=backend, perturb=0.01)
-        roof = _roof_for(backend, copy_gbs)              # a busy host: its copy measured just before
-        t = _bench(lambda: lat.step(1), backend, repeat=repeat, batch=10 if backend == "numba-cuda" else 1)
-        if backend == "numba-cuda":
-            t.first_call_s = compile_s                    # compiled in the check above
-        f = lat.f[:, ::7, ::7]                          # every 49th cell: a cheap look at the density
-        rho = f.sum(axis=0, dtype=np.float64)[lat.solid[::7, ::7] == 0]
-        if not np.isfinite(rho).all() or abs(rho.mean() - 1) > 0.05:
-            raise AssertionError(f"LBM on {backend}: density left [0.95, 1.05] or is not finite")
-        rows.append(_row("lbm", "D2Q9, fused stream+collide", backend, f"{nx} x {ny}", nx * ny, t,
-                         roof_gbs=roof, bytes_per=LBM_BYTES_PER_CELL, unit="lattice updates"))
+    for case in ("cylinder", "box"):
+        for backend in backends:
+            nx, ny = sizes["gpu" if backend == "numba-cuda" else where]["lbm"]
+            if case == "cylinder":                      # flow past a cylinder, in at the left
+                lat = lbm.Lattice(lbm.cylinder(nx, ny), tau=0.6, u_in=0.1, inlet=True,
+                                  backend=backend, perturb=0.01)
+            else:                                       # every cell fluid, periodic: no walls
+                lat = lbm.Lattice(np.zeros((ny, nx), np.uint8), tau=0.6, u_in=0.1,
+                                  backend=backend, perturb=0.01)
+            solid = int(np.count_nonzero(lat.solid))
+            inlet = ny - int(np.count_nonzero(lat.solid[:, 0])) if lat.inlet else 0
+            fluid = nx * ny - solid - inlet             # the cells that stream and collide
+            moved = lbm_bytes(fluid, inlet, solid)
+            roof = _roof_for(backend, copy_gbs)          # a busy host: its copy measured just before
+            t = _bench(lambda: lat.step(1), backend, repeat=repeat,
+                       batch=10 if backend == "numba-cuda" else 1)
+            if backend == "numba-cuda" and case == "cylinder":
+                t.first_call_s = compile_s                # compiled in the check above
+            g = lat.g[:, ::7, ::7]                      # every 49th cell: a cheap look at the density
+            rho = 1 + g.sum(axis=0, dtype=np.float64)[lat.solid[::7, ::7] == 0]
+            if not np.isfinite(rho).all() or abs(rho.mean() - 1) > 0.05:
+                raise AssertionError(f"LBM on {backend}: density left [0.95, 1.05] or is not finite")
+            name = ("D2Q9, fused stream+collide" if case == "cylinder"
+                    else "D2Q9, obstacle-free periodic box")
+            r = _row("lbm", name, backend, f"{nx} x {ny}", fluid, t, roof_gbs=roof,
+                     bytes_per=LBM_BYTES_PER_CELL, unit="lattice updates")
+            r.update(case=case, cells=nx * ny, fluid_cells=fluid, inlet_cells=inlet,
+                     solid_cells=solid, bytes_per_call=moved)
+            r["gbs"] = moved / t.median_s / 1e9          # the bytes moved, not 73 B per cell
+            r["pct_copy"] = 100 * r["gbs"] / roof if roof else None
+            rows.append(r)
+            del lat
     # the picture: flow past a cylinder until the vortex street forms
     nx, ny, steps = sizes["gpu" if not cpu_only else where]["lbm_picture"]
     t0 = time.perf_counter()
@@ -152,6 +222,46 @@ def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
                "backend": backends[0], "seconds": seconds, "solid": pack(lat.solid.astype(np.float32), 400),
                "frames": [{"step": s, "vorticity": pack(w, 400)} for s, w in snaps]}
     return rows, check, picture
+
+
+def physics(backend: str, steps: dict) -> dict:
+    """Checks against physics on ``backend``: Poiseuille flow against its parabola, the mass of
+    a closed box over a long run, and a sine mode of the heat equation against its exact decay.
+    ``steps``: the Poiseuille steps and the mass run's two halves."""
+    from . import heat, lbm
+    out = {"backend": backend}
+    # a channel between walls driven by a body force: u(y) = F/(2 nu) (y - y0)(y1 - y), the walls
+    # half-way between the solid rows and the first fluid rows (half-way bounce-back)
+    tau, force, ny = 0.9, 1e-6, 18
+    lat = lbm.Lattice(lbm.channel(3, ny), tau=tau, force=force, backend=backend)
+    lat.step(steps["poiseuille"])
+    _, ux, uy = lat.fields()
+    nu = (tau - 0.5) / 3
+    y = np.arange(1, ny - 1)
+    exact = force / (2 * nu) * (y - 0.5) * (ny - 1.5 - y)
+    out["poiseuille"] = {"fluid_rows": ny - 2, "tau": tau, "force": force, "steps": steps["poiseuille"],
+                         "max_rel_err": float(np.abs(ux[1:-1, 1] - exact).max() / exact.max()),
+                         "cross_flow": float(np.abs(uy).max() / exact.max())}
+    # a closed box (periodic, a cylinder, no inflow): nothing enters or leaves
+    box = lbm.Lattice(lbm.cylinder(32, 16, 3), tau=0.8, u_in=0.1, backend=backend, perturb=0.3)
+    m0 = box.mass()
+    box.step(steps["mass"])
+    m1 = box.mass()
+    box.step(steps["mass"])
+    m2 = box.mass()
+    out["mass"] = {"grid": "32 x 16", "tau": 0.8, "steps": 2 * steps["mass"], "change": m2 / m0 - 1,
+                   "second_half_change": m2 / m1 - 1,
+                   "rounded_weights_change": 2 * steps["mass"] * float(box.omega) * lbm.ROUNDED_WEIGHTS_EXCESS}
+    # a sine mode of the heat equation: the scheme multiplies it by one factor every step
+    n, k, r = 64, 100, 0.25
+    decay = {}
+    for dtype in ("float32", "float64"):
+        u0 = heat.sine_mode(n, n, 1, 1, dtype)
+        got = heat.Heat(u0, r=r, backend=backend).step(k).u.astype(np.float64)
+        want = u0.astype(np.float64) * heat.sine_decay(n, n, 1, 1, r, k)
+        decay[dtype] = float(np.abs(got - want).max() / np.abs(want).max())
+    out["heat_decay"] = {"grid": f"{n} x {n}", "steps": k, "r": r, "max_rel_err": decay}
+    return out
 
 
 def _roof_for(backend: str, copy_gbs: dict) -> float:
@@ -289,13 +399,18 @@ def run(n: int | None, repeat: int) -> dict:
     t0 = time.perf_counter()
     heat_rows, part["heat_check"], part["heat_picture"] = _heat(where, SIZES, copy, not gpu, repeat)
     part["heat_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    part["physics"] = physics("cpu" if not gpu else "numba-cuda", PHYSICS_STEPS[where])
+    part["physics_s"] = time.perf_counter() - t0
     rows = lbm_rows + nb_rows + heat_rows
     for r in rows:                                      # GPU rate over all-cores CPU rate, same work
-        cpu = [c for c in rows if c["backend"] == "cpu" and c["model"] == r["model"] and c.get("dtype") == r.get("dtype")]
+        cpu = [c for c in rows if c["backend"] == "cpu" and c["model"] == r["model"]
+               and c.get("dtype") == r.get("dtype") and c.get("case") == r.get("case")]
         if r["backend"] != "cpu" and cpu:
             r["vs_cpu"] = r["rate"] / cpu[0]["rate"]
     part["rows"] = rows
     part["cpu_simd"] = cpu_simd()
     part["ptx"] = ptx_facts()
+    part["heat_ptx"] = heat_ptx()
     part["total_s"] = time.perf_counter() - t_all
     return {"gpu" if gpu else "cpu": part}

@@ -10,10 +10,22 @@ MODELS = ("lbm", "nbody", "heat")
 
 #: D2Q9 float32: 9 populations read + 9 written, 4 B each, + the 1 B cell type read
 LBM_BYTES_PER_CELL = 9 * 2 * 4 + 1
+#: a cell of the inflow column reads its type and writes its 9 populations
+LBM_BYTES_PER_INLET_CELL = 9 * 4 + 1
+#: a solid cell reads its type (1 B) and returns
+LBM_BYTES_PER_SOLID_CELL = 1
+
+
+def lbm_bytes(fluid: int, inlet: int, solid: int) -> int:
+    """Bytes one LBM step moves: ``fluid`` cells that stream and collide, ``inlet`` cells of
+    the inflow column, ``solid`` cells (neighbours' cell types are taken to come from caches)."""
+    return (fluid * LBM_BYTES_PER_CELL + inlet * LBM_BYTES_PER_INLET_CELL
+            + solid * LBM_BYTES_PER_SOLID_CELL)
 #: the stencil reads each cell once and writes it once (neighbours come from caches)
 HEAT_BYTES_PER_CELL = {"float32": 8, "float64": 16}
-#: floating-point operations of one heat-stencil cell update: 4 adds of neighbours, 3 for 4u, 1 mul, 1 add
-HEAT_FLOPS_PER_CELL = 9
+#: floating-point operations of one heat-stencil cell update as the kernel writes it: 3 adds of
+#: the neighbours, 2 for 4u ((u + u) + (u + u)), 1 subtraction, 1 multiply and 1 add
+HEAT_FLOPS_PER_CELL = 8
 #: the convention of NVIDIA's CUDA sample `nbody` (GPU Gems 3, ch. 31) for one body-body interaction
 NBODY_FLOPS_PER_INTERACTION = 20
 #: the explicit 2-D heat step u += r * (sum of 4 neighbours - 4u) is stable for r <= 1/4
