@@ -198,6 +198,7 @@ def check_figure(fig) -> None:
     width = fig.get_figwidth()
     if width > FIGURE_WIDTH_IN + 1e-6:
         raise FigureError(f"plot is {width:.1f} in wide; at most {FIGURE_WIDTH_IN} in (use pages.figure)")
+    fig.canvas.draw()   # lay the figure out first: legends and labels move when drawn
     renderer = fig.canvas.get_renderer()
     texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
              if t.get_visible() and t.get_text().strip() and t.get_figure() is fig]
