@@ -200,8 +200,17 @@ def check_figure(fig) -> None:
         raise FigureError(f"plot is {width:.1f} in wide; at most {FIGURE_WIDTH_IN} in (use pages.figure)")
     fig.canvas.draw()   # lay the figure out first: legends and labels move when drawn
     renderer = fig.canvas.get_renderer()
+    hidden = set()   # labels of ticks outside an axis' range: kept by matplotlib, never drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(abs(lo), abs(hi), 1.0)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not lo - slack <= tick.get_loc() <= hi + slack:
+                    hidden.update((id(tick.label1), id(tick.label2)))
     texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
-             if t.get_visible() and t.get_text().strip() and t.get_figure() is fig]
+             if t.get_visible() and t.get_text().strip() and t.get_figure() is fig
+             and id(t) not in hidden]
     boxes = []
     for t in texts:
         if t.get_fontsize() < MIN_FONT_PT - 1e-6:

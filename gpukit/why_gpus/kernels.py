@@ -207,7 +207,8 @@ THREADS_PER_BLOCK = 256
 # The same polynomial in CUDA C, written for the hardware: the coefficients sit in
 # constant memory and the degree loop is unrolled, so the compiler can take each
 # coefficient as an operand of its FFMA instruction instead of a load. Each thread
-# evaluates ELEMS elements, ELEMS independent chains of multiply-adds; indices are 32-bit.
+# evaluates ELEMS elements, ELEMS independent chains of multiply-adds; indices are
+# 32-bit.
 HORNER_CUDA_C = r"""
 __constant__ float coeffs[TERMS];
 
