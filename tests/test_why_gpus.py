@@ -203,8 +203,8 @@ def test_key_numbers_and_speedups_from_rows():
     assert key["SAXPY: speed-up of all 2 cores over one core, at 100 elements"] == "5.0x"
     assert key["GPU SAXPY kernel at 100 elements: share of the data-sheet bandwidth (24 GB/s)"] == "25%"
     rows = xv.speedups(data)
-    assert ["saxpy", xo.LABELS["python"], "200.0x", "133.33x", "10"] in rows
-    assert ["saxpy", xo.LABELS["numba-parallel"], "4.0x", "2.00x", "100"] in rows
+    assert ["saxpy", xv.SHORT["python"], "200.0x", "133.33x", "10"] in rows
+    assert ["saxpy", xv.SHORT["numba-parallel"], "4.0x", "2.00x", "100"] in rows
 
 
 def test_renderers_mark_the_crossover(quick_run, tmp_path, monkeypatch):

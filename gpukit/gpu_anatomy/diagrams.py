@@ -29,7 +29,7 @@ def _latency(rows: list[dict], word: str) -> str:
     row = next((r for r in rows if word in r["name"]), None)
     if row is None:
         return NOT_MEASURED
-    return f"{row['latency_ns']:,.0f} ns\n({row['latency_cycles']:,.0f} SM cycles)"
+    return f"{row['latency_ns']:,.0f} ns ({row['latency_cycles']:,.0f} SM cycles)"
 
 
 def _other(name: str, slug: str) -> dict | None:
@@ -102,7 +102,7 @@ def _draw(title: str, rows: list[dict]) -> str:
     then the latency of one load and the bandwidth measured (phone-width, one column)."""
     from matplotlib.patches import FancyBboxPatch
 
-    line = 0.23                                   # inches per line of 11.5 pt text
+    line = 0.215                                  # inches per line of 11.5 pt text
     boxes = []
     for row in rows:
         lines = [(f"{row['name']}: {row['size']}", "bold")]

@@ -106,7 +106,9 @@ def _register() -> None:
             head = f"**{h['model']}**, a machine without a GPU (host facts only)\n\n"
             return head + table(["", "host CPU"], rows, "ll")
         head = f"**{g['name']}** next to its host **{h['model']}**\n\n"
-        return head + table(["", "GPU", "host CPU"], rows, "lll")
+        text = head + table(["", "GPU", "host CPU"], rows, "lll")
+        return pages.collapsed(f"The device query, next to the host ({len(rows)} rows)", text) \
+            if len(rows) > 12 else text
 
     @pages.renderer(NAME, "latency")
     def latency(slug: str, data: dict) -> str:
@@ -125,20 +127,20 @@ def _register() -> None:
         dram = lat["rows"][-1]["latency_ns"]
         best = max(r["gbs"] for r in occ["rows"])
         law = littles_law(best, dram, g["multiprocessors"], 4, g["warp_size"])
-        rows = [["best read bandwidth measured (occupancy sweep)", f"{best:,.0f} GB/s"],
-                ["latency of one load from device memory (measured above)", f"{dram:,.0f} ns"],
-                ["bytes in flight needed = bandwidth x latency", f"{law['bytes_in_flight'] / 2**20:,.1f} MiB"],
-                [f"per multiprocessor ({g['multiprocessors']} SMs)", f"{law['bytes_per_sm'] / 1024:,.1f} KiB"],
-                ["4-byte loads in flight per multiprocessor", f"{law['loads_per_sm']:,.0f}"],
-                ["warps per multiprocessor if each warp has one 4-byte load in flight",
-                 f"{law['warps_per_sm_one_load_each']:,.0f} (the hardware holds at most "
-                 f"{g['max_threads_per_multiprocessor'] // g['warp_size']})"]]
+        rows = [["best read bandwidth (occupancy sweep)", f"{best:,.0f} GB/s"],
+                ["latency of one load, device memory", f"{dram:,.0f} ns"],
+                ["bytes in flight = bandwidth x latency", f"{law['bytes_in_flight'] / 2**20:,.1f} MiB"],
+                [f"per SM ({g['multiprocessors']} SMs)", f"{law['bytes_per_sm'] / 1024:,.1f} KiB"],
+                ["4-byte loads in flight per SM", f"{law['loads_per_sm']:,.0f}"],
+                ["warps per SM, one 4-byte load each",
+                 f"{law['warps_per_sm_one_load_each']:,.0f} (at most "
+                 f"{g['max_threads_per_multiprocessor'] // g['warp_size']} fit)"]]
         return table(["quantity", "value"], rows, "lr")
 
     @pages.renderer(NAME, "occupancy")
     def occupancy_plot(slug: str, data: dict) -> str:
         p = _part(data, "occupancy")
-        plt, fig, ax = _figure(height=5.0)
+        plt, fig, ax = _figure(height=4.5)
         colors = {READ_VARIANTS[0]: "#d62728", READ_VARIANTS[1]: "#1f77b4", READ_VARIANTS[2]: "#2ca02c"}
         markers = dict(zip(BLOCK_SIZES, "v^<>os"))
         for variant in READ_VARIANTS:
@@ -224,8 +226,10 @@ def _register() -> None:
         head = (f"**{g['name']}**: latency = bytes in flight / bandwidth"
                 + (f"; one load alone (the pointer chase above) takes {chase_ns:,.0f} ns" if chase_ns else "")
                 + "\n\n")
-        return head + table(["warps per SM", "GB/s, 1 load", "in flight, GPU", "latency",
-                             "GB/s, 4 loads", "latency, 4 in flight"], rows)
+        return pages.collapsed("The latency each load took, from bandwidth and bytes in flight",
+                               head + table(["warps per SM", "GB/s, 1 load", "in flight, GPU",
+                                             "latency", "GB/s, 4 loads", "latency, 4 in flight"],
+                                            rows))
 
     @pages.renderer(NAME, "strided")
     def strided_plot(slug: str, data: dict) -> str:
@@ -238,7 +242,7 @@ def _register() -> None:
                            host_rows, "#ff7f0e"))
         if not series:
             raise pages.NotRecorded("strided")
-        plt, fig, (a, b) = _figure(2, height=7.2, sharex=True)
+        plt, fig, (a, b) = _figure(2, height=6.0, sharex=True)
         for label, rows, color in series:
             xs = [r["stride"] for r in rows]
             a.plot(xs, [r["gbs"] for r in rows], "o-", color=color, label=label, ms=4)
@@ -253,7 +257,7 @@ def _register() -> None:
         a.set_ylabel("useful GB/s")
         b.set_yscale("log")
         b.set_ylabel("% of the stride-1 rate")
-        b.set_yticks([100, 50, 25, 12.5, 6.25, 3.125], ["100", "50", "25", "12.5", "6.25", "3.1"])
+        _plain_log_axis(b.yaxis, [100 * r["fraction_of_stride1"] for _, rows, _ in series for r in rows])
         a.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
                  title="copy out[i] = x[i * stride], float32", title_fontsize=11.5,
                  alignment="left")
@@ -279,9 +283,9 @@ def _register() -> None:
         if ceiling:
             head += (f": device copy in the same run {ceiling:,.0f} GB/s; the stride-1 copy reaches "
                      f"{100 * p['rows'][0]['gbs'] / ceiling:.0f} % of it")
-        return head + "\n\n" + table(
+        return pages.collapsed("Bytes the memory moves per element, stride by stride", head + "\n\n" + table(
             ["stride", "useful GB/s", "of stride 1", "bytes, 32 B sectors", "memory GB/s",
-             "bytes, 64 B pieces", "memory GB/s"], rows)
+             "bytes, 64 B pieces", "memory GB/s"], rows))
 
     @pages.renderer(NAME, "divergence-summary")
     def divergence_summary(slug: str, data: dict) -> str:
@@ -310,7 +314,7 @@ def _register() -> None:
     @pages.renderer(NAME, "divergence")
     def divergence_plot(slug: str, data: dict) -> str:
         p = _part(data, "divergence")
-        plt, fig, ax = _figure(height=5.0)
+        plt, fig, ax = _figure(height=4.3)
         # Two pairs of series nearly coincide (paths inside a warp on the k x line; one path per
         # warp on no branch): each gets its own line style and marker, and the reference line is a
         # wide pale band underneath, so every series stays visible where they overlap.

@@ -42,7 +42,7 @@ def plot_svg(data: dict, work: str) -> str:
     part = data[work]
     if not part.get("rows"):
         raise pages.NotRecorded(work)
-    fig, ax = pages.figure(height=5.6)
+    fig, ax = pages.figure(height=5.0)
     for backend in BACKENDS[work] + GPU_BACKENDS:
         rs = [r for r in part["rows"] if r["backend"] == backend]
         if not rs:
@@ -192,7 +192,7 @@ def speedups(data: dict) -> list[list[str]]:
             if q is None:
                 continue
             p = _ratio(part, b, "gpu-pinned")
-            rows.append([work if work == "saxpy" else "polynomial", LABELS[b], f"{q[0]:,.1f}x",
+            rows.append([work if work == "saxpy" else "polynomial", SHORT[b], f"{q[0]:,.1f}x",
                          f"{p[0]:,.2f}x" if p and p[1] == q[1] else "-", f"{q[1]:,}"])
     return rows
 
@@ -243,7 +243,7 @@ def _register() -> None:
                     continue
                 picked.append(r)
                 ref = _best_cpu_row(part, r["size"])     # compared at the row's own size
-                label = LABELS[r["backend"]] + (" (best CPU)" if r is ref else "")
+                label = SHORT[r["backend"]] + (" (best CPU)" if r is ref else "")
                 rate = (f"{fmt_num(r['gbs'], 1)} GB/s" if work == "saxpy"
                         else f"{fmt_num(r['gflops'], 1)} GFLOP/s")
                 rows.append([work if work == "saxpy" else "polynomial", label,
@@ -345,9 +345,11 @@ def _register() -> None:
             for b, f in data[work].get("first_calls", {}).items():
                 rows.append([work, LABELS[b], f"{f['size']:,}", fmt_time(f["first_call_s"]),
                              fmt_time(f["median_s"])])
-        return f"**{_where(data)}**\n\n" + table(
-            ["workload", "implementation", "elements", "first call (numba: includes compiling)", "steady state"],
-            rows, "llrrr")
+        text = f"**{_where(data)}**\n\n" + table(
+            ["workload", "implementation", "first call (numba: includes compiling)", "steady state",
+             "elements"], [[r[0], r[1], r[3], r[4], r[2]] for r in rows], "llrrr")
+        return pages.collapsed(f"First call and steady state ({len(rows)} rows)", text) \
+            if len(rows) > 12 else text
 
 
 _register()
