@@ -145,4 +145,4 @@ def hierarchy(slug: str, data: dict) -> str:
     body = _draw(title, rows)
     if others:
         body += f"\n\n<small>Bandwidths also from {' and '.join(others)}.</small>"
-    return body
+    return pages.collapsed("Every level of memory in one picture: size, latency, bandwidth", body)
