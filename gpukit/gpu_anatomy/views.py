@@ -21,10 +21,10 @@ def _figure(nrows: int = 1, height: float = 3.6, **kwargs):
 
 def _plain_log_axis(axis, values=()) -> None:
     """Label a logarithmic axis with plain numbers (1, 2, 5, 10, ...) instead of powers of ten;
-    only powers of ten where ``values`` span more than three decades (labels would crowd)."""
+    only powers of ten where ``values`` span more than two decades (labels would crowd)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     values = [v for v in values if v > 0]
-    wide = bool(values) and math.log10(max(values) / min(values)) > 3
+    wide = bool(values) and math.log10(max(values) / min(values)) > 2
     axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     axis.set_minor_formatter(NullFormatter())
@@ -140,7 +140,7 @@ def _register() -> None:
     @pages.renderer(NAME, "occupancy")
     def occupancy_plot(slug: str, data: dict) -> str:
         p = _part(data, "occupancy")
-        plt, fig, ax = _figure(height=4.5)
+        plt, fig, ax = _figure(height=4.0)
         colors = {READ_VARIANTS[0]: "#d62728", READ_VARIANTS[1]: "#1f77b4", READ_VARIANTS[2]: "#2ca02c"}
         markers = dict(zip(BLOCK_SIZES, "v^<>os"))
         for variant in READ_VARIANTS:
@@ -242,7 +242,7 @@ def _register() -> None:
                            host_rows, "#ff7f0e"))
         if not series:
             raise pages.NotRecorded("strided")
-        plt, fig, (a, b) = _figure(2, height=6.0, sharex=True)
+        plt, fig, (a, b) = _figure(2, height=5.0, sharex=True)
         for label, rows, color in series:
             xs = [r["stride"] for r in rows]
             a.plot(xs, [r["gbs"] for r in rows], "o-", color=color, label=label, ms=4)
@@ -314,7 +314,7 @@ def _register() -> None:
     @pages.renderer(NAME, "divergence")
     def divergence_plot(slug: str, data: dict) -> str:
         p = _part(data, "divergence")
-        plt, fig, ax = _figure(height=4.3)
+        plt, fig, ax = _figure(height=3.8)
         # Two pairs of series nearly coincide (paths inside a warp on the k x line; one path per
         # warp on no branch): each gets its own line style and marker, and the reference line is a
         # wide pale band underneath, so every series stays visible where they overlap.
