@@ -198,7 +198,7 @@ def check_figure(fig) -> None:
     width = fig.get_figwidth()
     if width > FIGURE_WIDTH_IN + 1e-6:
         raise FigureError(f"plot is {width:.1f} in wide; at most {FIGURE_WIDTH_IN} in (use pages.figure)")
-    fig.canvas.draw()   # lay the figure out first: legends and labels move when drawn
+    fig.draw_without_rendering()   # lay out legends and tick labels before measuring them
     renderer = fig.canvas.get_renderer()
     hidden = set()   # labels of ticks outside an axis' range: kept by matplotlib, never drawn
     for ax in fig.axes:
