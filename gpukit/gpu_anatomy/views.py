@@ -175,7 +175,7 @@ def _register() -> None:
         ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
-                  title=f"Streaming read, {pages.machine_title(data, cores=False)}; "
+                  title=f"Streaming read, {pages.machine_title(data, cores=False)};\n"
                   "one point per block size", title_fontsize=11.5, alignment="left")
         return pages.svg(fig)
 
@@ -337,7 +337,7 @@ def _register() -> None:
         ax.set_ylabel("kernel time (ms)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
-                  title=f"{p['n']:,} threads x {p['iters']:,} multiply-adds, "
+                  title=f"{p['n']:,} threads x {p['iters']:,} multiply-adds,\n"
                   f"{pages.machine_title(data, cores=False)}", title_fontsize=11.5,
                   alignment="left")
         return pages.svg(fig)

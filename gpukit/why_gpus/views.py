@@ -30,9 +30,9 @@ def _where(data: dict) -> str:
 
 
 #: Short legend names: the plot is drawn for a phone.
-LEGEND = {"python": "Python", "numpy": "NumPy", "numba-1core-naive": "1 core, per element",
+LEGEND = {"python": "Python", "numpy": "NumPy", "numba-1core-naive": "1 core, naive",
           "numba-1core": "1 core", "numba-parallel": "all cores", "gpu-kernel": "GPU kernel",
-          "gpu-pageable": "GPU + copies (pageable)", "gpu-pinned": "GPU + copies (pinned)"}
+          "gpu-pageable": "GPU + pageable", "gpu-pinned": "GPU + pinned"}
 PLOT_TITLES = {"saxpy": "SAXPY (memory-bound)", "poly": f"Degree-{DEGREE} polynomial (compute-bound)"}
 
 
@@ -60,9 +60,9 @@ def plot_svg(data: dict, work: str) -> str:
     ax.set_xlabel("elements (float32)")
     ax.set_ylabel("median time per call (s)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.02), ncol=2, frameon=False,
+    ax.legend(loc="lower left", bbox_to_anchor=(-0.12, 1.02), ncol=2, frameon=False,
               handlelength=1.6, columnspacing=0.8, borderaxespad=0.2)
-    ax.set_title(f"{PLOT_TITLES[work]}, {pages.machine_title(data, cores=False)}",
+    ax.set_title(f"{PLOT_TITLES[work]}\n{pages.machine_title(data, cores=False)}",
                  loc="left", pad=8 + 21 * ((len([b for b in BACKENDS[work] + GPU_BACKENDS
                                                  if _at(part, b)]) + 1) // 2))
     return pages.svg(fig)
