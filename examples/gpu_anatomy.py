@@ -38,14 +38,19 @@ from gpukit.gpu_anatomy import (DIVERGENCE_MODES, PATHS, fill_random, host_facts
 # %%
 # --8<-- [start:query]
 def query() -> dict:
-    gpu = device.gpu_properties()          # None without a GPU (or on the simulator)
+    # None without a GPU (or on the simulator)
+    gpu = device.gpu_properties()
     host = host_facts()
-    print(f"host: {host['model']}, {host['physical_cores']} cores, {host['float32_lanes']} float32 "
-          f"lanes per SIMD instruction, caches {[c['bytes'] for c in host['caches']]} bytes")
+    caches = [c["bytes"] for c in host["caches"]]
+    print(f"host: {host['model']}, {host['physical_cores']} cores, "
+          f"{host['float32_lanes']} float32 lanes per SIMD instruction, "
+          f"caches {caches} bytes")
     if gpu:
-        print(f"GPU:  {gpu['name']}, {gpu['multiprocessors']} SMs, warps of {gpu['warp_size']}, "
+        print(f"GPU:  {gpu['name']}, {gpu['multiprocessors']} SMs, "
+              f"warps of {gpu['warp_size']}, "
               f"up to {gpu['max_threads_per_multiprocessor']} resident threads per SM, "
-              f"{gpu['l2_cache_bytes'] / 2**20:.0f} MiB L2, {gpu['memory_bytes'] / 1e9:.0f} GB")
+              f"{gpu['l2_cache_bytes'] / 2**20:.0f} MiB L2, "
+              f"{gpu['memory_bytes'] / 1e9:.0f} GB")
     return {"gpu": gpu, "host": host}
 # --8<-- [end:query]
 
@@ -90,14 +95,16 @@ def experiments(n: int, k_paths: int, iters: int) -> list[dict]:
         rows.append(_time(lambda: strided_copy[(m + 255) // 256, 256](x, out, stride),
                           f"strided copy, stride {stride}", nbytes=8 * m))
 
-    # 3. Divergence: k paths inside each warp, one path per warp, no branch. Same results.
+    # 3. Divergence: k paths inside each warp, one path per warp, no branch.
+    #    All three give the same results.
     nd = min(n, 1024 if SIMULATED else 2**20) // 1024 * 1024
     xd, outs = x[:nd], []
     for mode, label in enumerate(DIVERGENCE_MODES):
         out = cuda.to_device(np.full(nd, np.nan, dtype=np.float32))
         paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode)
         outs.append(out.copy_to_host())
-        rows.append(_time(lambda: paths_kernel[nd // 256, 256](xd, out, k_paths, iters, mode),
+        launch = paths_kernel[nd // 256, 256]
+        rows.append(_time(lambda: launch(xd, out, k_paths, iters, mode),
                           f"{k_paths} paths, {label}"))
     ref = paths_reference(hx[:nd], k_paths, iters)
     if not all(np.array_equal(outs[0], o) for o in outs[1:]):

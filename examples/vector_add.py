@@ -107,7 +107,8 @@ def run(n: int, repeat: int) -> list[dict]:
         fn, out, timer = prepare(backend, x, y)
         # bench's first call is the program's first call (it compiles): timed on its own
         timing = bench.bench(fn, timer=timer, name=backend, repeat=repeat, bytes=12 * n)
-        err = check_close(out, reference, what=backend)  # raises on NaN (never written) or a miss
+        # raises on a NaN (an element never written) or on a miss
+        err = check_close(out, reference, what=backend)
         rows.append({"backend": backend, "max_rel_err": err, **timing.to_dict()})
     return rows
 # --8<-- [end:run]

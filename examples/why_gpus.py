@@ -49,7 +49,8 @@ def measure(work: str, n: int, repeat: int, gpu_n: int) -> list[dict]:
         size = gpu_n if backend == "gpu" else n
         xs, ys = x[:size], y[:size]
         t0 = time.perf_counter()
-        out = compute(work, backend, xs, ys)     # first call: compiles, copies
+        # the first call compiles, and copies to the GPU and back
+        out = compute(work, backend, xs, ys)
         first = time.perf_counter() - t0
         err = float(np.max(np.abs(out - ref[:size]) / ref[:size])) if size else 0.0
         if not np.all(np.isfinite(out)) or not err <= RTOL[work]:

@@ -170,3 +170,14 @@ def test_timeline_needs_both_copies_of_a_kind():
     assert set(steps({"gpu": only_pinned})) == {"pinned"}
     with pytest.raises(pages.NotRecorded):
         steps({"gpu": {**g, "copies": []}})
+
+
+@pytest.mark.parametrize("name", ["sm.svg", "coalescing.svg", "grid-indexing.svg"])
+def test_diagram_reads_on_a_phone(name):
+    """At most 420 units wide and no text below 14 units: on a 390 px phone, 11 px or more."""
+    root = ET.parse(ROOT / "docs" / "assets" / "diagrams" / name).getroot()
+    _, _, width, _ = (float(v) for v in root.get("viewBox").split())
+    assert width <= 420
+    sizes = [float(el.get("font-size")) for el in root.iter(f"{SVG_NS}text")]
+    assert sizes and all(el.get("font-size") for el in root.iter(f"{SVG_NS}text"))
+    assert min(sizes) >= 14

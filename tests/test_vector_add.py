@@ -180,4 +180,26 @@ def test_bandwidth_plot_has_a_bar_per_implementation_and_the_copy_line():
         if r["name"] != "device copy":
             assert r["name"] in svg and f"{r['gbs']:,.0f}" in svg
     copy = next(r["gbs"] for r in data["gpu"]["rows"] if r["name"] == "device copy")
-    assert f"device copy {copy:,.0f} GB/s" in svg
+    assert f"device copy {copy:,.0f}" in svg
+
+
+def test_numba_api_view_with_and_without_the_allocating_row():
+    import copy
+    import json
+
+    from gpukit.pages import Record
+    from gpukit.vector_add import views
+    from gpukit.vector_add.meta import NO_OUT
+    from tests.helpers import ROOT
+    data = json.loads((ROOT / "results" / "nvidia-h200" / "vector_add.json").read_text())
+    data["gpu"]["rows"] = [r for r in data["gpu"]["rows"] if r["name"] != NO_OUT]
+    numba = [r for r in data["gpu"]["rows"] if r.get("backend") == "numba-cuda"]
+    text = views._vector_add_numba_api("nvidia-h200", Record(data))
+    low = min(r["pct_of_torch_add"] for r in numba)
+    assert f"{low:.0f} to " in text and "no row for it yet" in text
+    more = copy.deepcopy(data)
+    more["gpu"]["rows"].append({**numba[0], "name": NO_OUT, "pct_of_torch_add": 46.4,
+                                "host_median_s": 1.5e-3})
+    text = views._vector_add_numba_api("nvidia-h200", Record(more))
+    assert "reaches 46 % of" in text and "1.50 ms of host time" in text
+    assert "no row for it yet" not in text

@@ -203,8 +203,8 @@ def test_key_numbers_and_speedups_from_rows():
     assert key["SAXPY: speed-up of all 2 cores over one core, at 100 elements"] == "5.0x"
     assert key["GPU SAXPY kernel at 100 elements: share of the data-sheet bandwidth (24 GB/s)"] == "25%"
     rows = xv.speedups(data)
-    assert ["saxpy", xo.LABELS["python"], "10", "200.0x", "133.33x"] in rows
-    assert ["saxpy", xo.LABELS["numba-parallel"], "100", "4.0x", "2.00x"] in rows
+    assert ["saxpy", xv.SHORT["python"], "200.0x", "133.33x", "10"] in rows
+    assert ["saxpy", xv.SHORT["numba-parallel"], "4.0x", "2.00x", "100"] in rows
 
 
 def test_renderers_mark_the_crossover(quick_run, tmp_path, monkeypatch):
@@ -228,14 +228,17 @@ def test_renderers_mark_the_crossover(quick_run, tmp_path, monkeypatch):
         assert part["crossover"]["gpu-kernel"] == 3162 and part["crossover"]["gpu-pageable"] is None
     results.save("why_gpus", fake, root=tmp_path, machine=fake["machine"])
     svg = pages.render("why_gpus", "saxpy-plot", root=tmp_path)
-    assert "GPU wins from here: kernel alone (3,162)" in svg and "Fake GPU" in svg
-    # the crossover labels live in the legend, outside the plot area, never on the curves
+    assert "Fake GPU" in svg
+    # a crossover is a vertical line in its GPU line's colour and style, with no text on the
+    # plot area (the crossover table names the sizes)
     figures = []
     monkeypatch.setattr(pages, "svg", lambda fig: figures.append(fig) or "<svg/>")
     xv.plot_svg(fake, "poly")
     ax = figures[0].axes[0]
     assert not ax.texts
-    assert "GPU wins from here: kernel alone (3,162)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    vertical = [ln for ln in ax.lines if list(ln.get_xdata()) == [3162, 3162]]
+    assert len(vertical) == 1 and vertical[0].get_color() == xv.COLORS["gpu-kernel"]
+    assert "GPU kernel" in [t.get_text() for t in ax.get_legend().get_texts()]
     table = pages.render("why_gpus", "crossover", root=tmp_path)
     assert "3,162" in table and "never (up to 3,200)" in table
     hw = pages.render("why_gpus", "hardware", root=tmp_path)

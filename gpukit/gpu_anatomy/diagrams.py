@@ -29,7 +29,7 @@ def _latency(rows: list[dict], word: str) -> str:
     row = next((r for r in rows if word in r["name"]), None)
     if row is None:
         return NOT_MEASURED
-    return f"{row['latency_ns']:,.0f} ns\n({row['latency_cycles']:,.0f} SM cycles)"
+    return f"{row['latency_ns']:,.0f} ns ({row['latency_cycles']:,.0f} SM cycles)"
 
 
 def _other(name: str, slug: str) -> dict | None:
@@ -98,44 +98,41 @@ def levels(slug: str, data: dict) -> list[dict]:
 
 
 def _draw(title: str, rows: list[dict]) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The levels stacked top to bottom, fastest first: one box each, with its name and size,
+    then the latency of one load and the bandwidth measured (phone-width, one column)."""
     from matplotlib.patches import FancyBboxPatch
 
-    n = len(rows)
-    width = 6.8                                  # inches; the axes fill the figure, 1 unit = 1 inch
-    fig = plt.figure(figsize=(width, 0.8 * n + 0.9))
-    ax = fig.add_axes((0, 0, 1, 1))
+    line = 0.215                                  # inches per line of 11.5 pt text
+    boxes = []
+    for row in rows:
+        lines = [(f"{row['name']}: {row['size']}", "bold")]
+        for key, label in (("latency", "latency"), ("bandwidth", "bandwidth")):
+            parts = row[key].split("\n")
+            lines += [(f"{label}: {parts[0]}", key)] + [(f"    {p}", key) for p in parts[1:]]
+        boxes.append(lines)
+    gap = 0.12
+    height = sum(len(b) * line + 0.16 for b in boxes) + gap * (len(boxes) - 1) + 0.1
+    fig, ax = pages.figure(height=height + 0.1)
+    fig.subplots_adjust(0, 0, 1, 1)
+    width = pages.FIGURE_WIDTH_IN
     ax.set_xlim(0, width)
-    ax.set_ylim(-0.2, n + 0.85)
+    ax.set_ylim(0, height)
     ax.axis("off")
-    centre, lat_x, bw_x = 1.72, 3.3, 4.55
     colours = ["#fde2c4", "#fbd3a4", "#d8ecff", "#b9dcf7", "#e4e7eb"]
-    head = dict(fontsize=9.5, fontweight="bold", va="center")
-    ax.text(centre, n + 0.4, "level\n(size: from the device query)", ha="center", **head)
-    ax.text(lat_x, n + 0.4, "latency\nof one load", **head)
-    ax.text(bw_x, n + 0.4, "bandwidth\nmeasured", **head)
-    for i, row in enumerate(rows):
-        y = n - 1 - i + 0.5                     # fastest level on top
-        half = 1.0 + 0.1 * i                    # a pyramid: wider as the level grows
-        ax.add_patch(FancyBboxPatch((centre - half, y - 0.38), 2 * half, 0.76,
-                                    boxstyle="round,pad=0.02,rounding_size=0.08",
+    top = height - 0.05
+    for i, (row, lines) in enumerate(zip(rows, boxes)):
+        h = len(lines) * line + 0.16
+        ax.add_patch(FancyBboxPatch((0.05, top - h), width - 0.1, h,
+                                    boxstyle="round,pad=0,rounding_size=0.08",
                                     fc=colours[i % len(colours)], ec="#57606a", lw=0.8))
-        ax.text(centre, y + 0.14, row["name"], ha="center", va="center", fontsize=10, fontweight="bold")
-        ax.text(centre, y - 0.17, row["size"], ha="center", va="center", fontsize=9)
-        for x, key in ((lat_x, "latency"), (bw_x, "bandwidth")):
-            text = row[key]
-            ax.text(x, y, text, va="center", fontsize=9, linespacing=1.25,
-                    color="#6e7781" if text == NOT_MEASURED else "#1f2328",
-                    style="italic" if text == NOT_MEASURED else "normal")
-        if i:
-            ax.plot([lat_x - 0.1, width], [y + 0.5, y + 0.5], color="#d0d7de", lw=0.6)
-    ax.annotate("", xy=(0.2, 0.1), xytext=(0.2, n - 0.1),
-                arrowprops=dict(arrowstyle="->", color="#57606a", lw=1))
-    ax.text(0.08, n / 2, "larger, slower", rotation=90, va="center", ha="center", fontsize=9,
-            color="#57606a")
-    ax.text(width / 2, n + 0.85, title, ha="center", va="bottom", fontsize=10)
+        for j, (text, kind) in enumerate(lines):
+            grey = NOT_MEASURED in text
+            indent = 0.18 + (0.3 if text.startswith(" ") else 0)
+            ax.text(indent, top - 0.08 - (j + 0.5) * line, text.strip(), va="center",
+                    fontweight="bold" if kind == "bold" else "normal",
+                    color="#6e7781" if grey else "#1f2328", style="italic" if grey else "normal")
+        top -= h + gap
+    ax.set_title(title, loc="left")
     return pages.svg(fig)
 
 
@@ -148,4 +145,4 @@ def hierarchy(slug: str, data: dict) -> str:
     body = _draw(title, rows)
     if others:
         body += f"\n\n<small>Bandwidths also from {' and '.join(others)}.</small>"
-    return body
+    return pages.collapsed("Every level of memory in one picture: size, latency, bandwidth", body)

@@ -52,8 +52,9 @@ def fill_random(x, seed):
 # --8<-- [start:read]
 @cuda.jit
 def read_sum_dependent(x, partial):
-    # One load in flight per thread: the next address waits for this value. (Our data is
-    # positive, so s < 0 is never true and the address never changes; the hardware cannot know.)
+    # One load in flight per thread: the next address waits for this value. (Our data
+    # is positive, so s < 0 is never true and the address never changes; the hardware
+    # cannot know that.)
     t = cuda.grid(1)
     step = cuda.gridsize(1)
     s = float32(0.0)
@@ -66,7 +67,8 @@ def read_sum_dependent(x, partial):
 
 @cuda.jit
 def read_sum(x, partial):
-    # The plain grid-stride loop. The compiler unrolls it and issues several loads at once.
+    # The plain grid-stride loop. The compiler unrolls it and issues several loads at
+    # once.
     t = cuda.grid(1)
     step = cuda.gridsize(1)
     s = float32(0.0)
@@ -77,7 +79,8 @@ def read_sum(x, partial):
 
 @cuda.jit
 def read_sum_ilp4(x, partial):
-    # The same sum with four independent loads per iteration: four loads in flight per thread.
+    # The same sum with four independent loads per iteration: four loads in flight per
+    # thread.
     t = cuda.grid(1)
     step = cuda.gridsize(1)
     n = x.shape[0]
@@ -99,7 +102,8 @@ def read_sum_ilp4(x, partial):
 # --8<-- [start:strided]
 @cuda.jit
 def strided_copy(x, out, stride):
-    # Thread i reads element i * stride: neighbouring threads read addresses 4 * stride bytes apart.
+    # Thread i reads element i * stride: neighbouring threads read addresses
+    # 4 * stride bytes apart.
     i = cuda.grid(1)
     if i < out.shape[0]:
         out[i] = x[i * stride]
@@ -109,24 +113,29 @@ def strided_copy(x, out, stride):
 # --8<-- [start:divergence]
 @cuda.jit
 def paths_kernel(x, out, k, iters, mode):
-    # Element e follows path e % k: the same arithmetic with constants of its own (exact in float32).
+    # Element e follows path e % k: the same arithmetic with constants of its own
+    # (exact in float32).
     t = cuda.grid(1)
     if t >= x.shape[0]:
         return
-    e = t                        # the element this thread computes
-    if mode == 1:                # renumber so the 32 threads of a warp share e % k
+    # the element this thread computes
+    e = t
+    if mode == 1:
+        # renumber so that the 32 threads of a warp share e % k
         w = t // 32
         e = (w // k) * 32 * k + (t % 32) * k + w % k
     path = e % k
     v = x[e]
     b = float32(1.0 / 1024.0)
-    if mode == 2:                # no branch: the path only picks the constant
+    if mode == 2:
+        # no branch: the path only picks the constant
         a = float32(1.0) - float32(path + 1) * float32(1.0 / 8192.0)
         for _ in range(iters):
             v = v * a + b
     else:
         for p in range(k):
-            if path == p:        # only the threads on path p run; the rest of the warp waits
+            # only the threads on path p run; the rest of the warp waits
+            if path == p:
                 a = float32(1.0) - float32(p + 1) * float32(1.0 / 8192.0)
                 for _ in range(iters):
                     v = v * a + b
@@ -197,16 +206,18 @@ def cpu_strided_copy(x, out, stride):
 # --------------------------------------------------------------------- pure arithmetic
 
 # --8<-- [start:occupancy]
-def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
-              gpu: dict) -> dict:
+def occupancy(threads_per_block: int, registers_per_thread: int,
+              shared_bytes_per_block: int, gpu: dict) -> dict:
     """Blocks and warps one multiprocessor can hold at once, and what limits them.
 
     Each limit is the number of whole blocks that fit: by threads (warps), by registers
-    (allocated per warp in units of 256), by shared memory (each block also reserves 1 KiB
-    for the system on compute capability 8.0 and later) and by the hardware's block slots.
+    (allocated per warp in units of 256), by shared memory (each block also reserves
+    1 KiB for the system on compute capability 8.0 and later) and by the hardware's
+    block slots.
     """
-    if threads_per_block < 1 or threads_per_block > gpu["max_threads_per_block"]:
-        raise ValueError(f"threads per block must be 1..{gpu['max_threads_per_block']}, "
+    most = gpu["max_threads_per_block"]
+    if threads_per_block < 1 or threads_per_block > most:
+        raise ValueError(f"threads per block must be 1..{most}, "
                          f"got {threads_per_block}")
     if registers_per_thread < 0 or shared_bytes_per_block < 0:
         raise ValueError("registers and shared memory cannot be negative")
@@ -214,11 +225,13 @@ def occupancy(threads_per_block: int, registers_per_thread: int, shared_bytes_pe
     warps_per_block = math.ceil(threads_per_block / warp)
     max_warps = gpu["max_threads_per_multiprocessor"] // warp
     regs_per_warp = math.ceil(registers_per_thread * warp / 256) * 256
+    regs = gpu["registers_per_multiprocessor"]
+    smem = gpu["shared_memory_per_multiprocessor_bytes"]
     limits = {
         "threads": max_warps // warps_per_block,
-        "registers": ((gpu["registers_per_multiprocessor"] // regs_per_warp) // warps_per_block
+        "registers": ((regs // regs_per_warp) // warps_per_block
                       if regs_per_warp else max_warps),
-        "shared memory": gpu["shared_memory_per_multiprocessor_bytes"] // (shared_bytes_per_block + 1024),
+        "shared memory": smem // (shared_bytes_per_block + 1024),
         "block slots": gpu.get("max_blocks_per_multiprocessor") or 32,
     }
     limiter = min(limits, key=limits.get)

@@ -12,19 +12,20 @@ from . import diagrams  # noqa: F401  (registers the "hierarchy" view)
 
 # ------------------------------------------------------------------- tables and plots
 
-def _figure(width=8.0, height=3.6, ncols=1):
-    import matplotlib
-    matplotlib.use("Agg")
+def _figure(nrows: int = 1, height: float = 3.6, **kwargs):
+    """``(plt, fig, axes)``: a plot drawn through :func:`gpukit.pages.figure` (phone width)."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, ncols, figsize=(width, height))
-    fig.patch.set_facecolor("white")               # readable in the light and the dark theme
+    fig, axes = pages.figure(nrows, 1, height=height, **kwargs)
     return plt, fig, axes
 
 
-def _plain_log_axis(axis) -> None:
-    """Label a logarithmic axis with plain numbers (1, 2, 5, 10, ...) instead of powers of ten."""
+def _plain_log_axis(axis, values=()) -> None:
+    """Label a logarithmic axis with plain numbers (1, 2, 5, 10, ...) instead of powers of ten;
+    only powers of ten where ``values`` span more than two decades (labels would crowd)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    values = [v for v in values if v > 0]
+    wide = bool(values) and math.log10(max(values) / min(values)) > 2
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -105,14 +106,17 @@ def _register() -> None:
             head = f"**{h['model']}**, a machine without a GPU (host facts only)\n\n"
             return head + table(["", "host CPU"], rows, "ll")
         head = f"**{g['name']}** next to its host **{h['model']}**\n\n"
-        return head + table(["", "GPU", "host CPU"], rows, "lll")
+        text = head + table(["", "GPU", "host CPU"], rows, "lll")
+        return pages.collapsed(f"The device query, next to the host ({len(rows)} rows)", text) \
+            if len(rows) > 12 else text
 
     @pages.renderer(NAME, "latency")
     def latency(slug: str, data: dict) -> str:
         p = _part(data, "latency")
-        rows = [[r["name"].replace("load latency, ", ""), _mib(r["array_bytes"]), f"{r['steps']:,}",
-                 f"{r['latency_ns']:,.0f} ns", f"{r['latency_cycles']:,.0f}"] for r in p["rows"]]
-        return table(["where the data is", "array", "dependent loads", "time per load", "SM clock cycles"],
+        rows = [[r["name"].replace("load latency, ", ""), f"{r['latency_ns']:,.0f} ns",
+                 f"{r['latency_cycles']:,.0f}", _mib(r["array_bytes"]), f"{r['steps']:,}"]
+                for r in p["rows"]]
+        return table(["where the data is", "time per load", "SM cycles", "array", "dependent loads"],
                      rows)
 
     @pages.renderer(NAME, "little")
@@ -123,20 +127,20 @@ def _register() -> None:
         dram = lat["rows"][-1]["latency_ns"]
         best = max(r["gbs"] for r in occ["rows"])
         law = littles_law(best, dram, g["multiprocessors"], 4, g["warp_size"])
-        rows = [["best read bandwidth measured (occupancy sweep)", f"{best:,.0f} GB/s"],
-                ["latency of one load from device memory (measured above)", f"{dram:,.0f} ns"],
-                ["bytes in flight needed = bandwidth x latency", f"{law['bytes_in_flight'] / 2**20:,.1f} MiB"],
-                [f"per multiprocessor ({g['multiprocessors']} SMs)", f"{law['bytes_per_sm'] / 1024:,.1f} KiB"],
-                ["4-byte loads in flight per multiprocessor", f"{law['loads_per_sm']:,.0f}"],
-                ["warps per multiprocessor if each warp has one 4-byte load in flight",
-                 f"{law['warps_per_sm_one_load_each']:,.0f} (the hardware holds at most "
-                 f"{g['max_threads_per_multiprocessor'] // g['warp_size']})"]]
+        rows = [["best read bandwidth (occupancy sweep)", f"{best:,.0f} GB/s"],
+                ["latency of one load, device memory", f"{dram:,.0f} ns"],
+                ["bytes in flight = bandwidth x latency", f"{law['bytes_in_flight'] / 2**20:,.1f} MiB"],
+                [f"per SM ({g['multiprocessors']} SMs)", f"{law['bytes_per_sm'] / 1024:,.1f} KiB"],
+                ["4-byte loads in flight per SM", f"{law['loads_per_sm']:,.0f}"],
+                ["warps per SM, one 4-byte load each",
+                 f"{law['warps_per_sm_one_load_each']:,.0f} (at most "
+                 f"{g['max_threads_per_multiprocessor'] // g['warp_size']} fit)"]]
         return table(["quantity", "value"], rows, "lr")
 
     @pages.renderer(NAME, "occupancy")
     def occupancy_plot(slug: str, data: dict) -> str:
         p = _part(data, "occupancy")
-        plt, fig, ax = _figure(8.5, 4.2)
+        plt, fig, ax = _figure(height=4.0)
         colors = {READ_VARIANTS[0]: "#d62728", READ_VARIANTS[1]: "#1f77b4", READ_VARIANTS[2]: "#2ca02c"}
         markers = dict(zip(BLOCK_SIZES, "v^<>os"))
         for variant in READ_VARIANTS:
@@ -152,16 +156,14 @@ def _register() -> None:
             ax.plot(xs, [best[x] for x in xs], color=colors[variant], lw=1.2, label=variant)
         # the two ceilings are close on a log scale: one label above its line, one below
         for value, label, style, dy, va in (
-                (p.get("theoretical_gbs"), "peak from bus width x clock", ":", 2, "bottom"),
-                (p.get("copy_ceiling_gbs"), "device copy, same run", "--", -2, "top")):
+                (p.get("theoretical_gbs"), "peak, bus x clock", ":", 2, "bottom"),
+                (p.get("copy_ceiling_gbs"), "device copy", "--", -2, "top")):
             if value:
                 ax.axhline(value, color="gray", ls=style, lw=1)
                 ax.annotate(f"{label}: {value:,.0f} GB/s", (1, value), xytext=(2, dy), va=va,
-                            textcoords="offset points", fontsize=8, color="dimgray")
+                            textcoords="offset points", color="dimgray")
         top = max([r["gbs"] for r in p["rows"]] + [p.get("theoretical_gbs") or 0])
         low = min(r["gbs"] for r in p["rows"])
-        for threads, mk in markers.items():
-            ax.scatter([], [], color="gray", marker=mk, s=22, label=f"{threads} threads per block")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("warps resident on each multiprocessor")
@@ -172,8 +174,9 @@ def _register() -> None:
         ax.set_yticks(ticks, [f"{t:,}" for t in ticks])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7.5, loc="lower right", ncol=2)
-        ax.set_title(f"Streaming read of float32 data, {pages.plot_title(data)}", fontsize=10)
+        ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
+                  title=f"Streaming read, {pages.machine_title(data, cores=False)};\n"
+                  "one point per block size", title_fontsize=11.5, alignment="left")
         return pages.svg(fig)
 
     @pages.renderer(NAME, "occupancy-table")
@@ -188,14 +191,13 @@ def _register() -> None:
             enough = min((r for r in rs if r["gbs"] >= 0.9 * top["gbs"]), key=lambda r: r["warps_per_sm"])
             one = max((r for r in rs if r["warps_per_sm"] == 1), key=lambda r: r["gbs"], default=None)
             ceiling = p.get("copy_ceiling_gbs")
-            rows.append([variant, fmt_num(top.get("registers")), fmt_num(one["gbs"]) if one else "-",
-                         fmt_num(top["gbs"]),
+            rows.append([variant, fmt_num(top["gbs"]),
                          f"{100 * top['gbs'] / ceiling:.0f} %" if ceiling else "-",
+                         str(enough["warps_per_sm"]),
                          f"{top['warps_per_sm']} ({top['threads']} x {top['blocks_per_sm']})",
-                         str(enough["warps_per_sm"])])
-        return table(["read kernel", "registers per thread", "GB/s, 1 warp per SM", "best GB/s",
-                      "best, % of device copy", "at warps per SM (threads x blocks)",
-                      "fewest warps per SM for 90 % of best"], rows)
+                         fmt_num(one["gbs"]) if one else "-", fmt_num(top.get("registers"))])
+        return table(["read kernel", "best GB/s", "of copy", "warps for 90 %",
+                      "best at warps (threads x blocks)", "GB/s, 1 warp", "registers"], rows)
 
     @pages.renderer(NAME, "occupancy-latency")
     def occupancy_latency(slug: str, data: dict) -> str:
@@ -224,9 +226,10 @@ def _register() -> None:
         head = (f"**{g['name']}**: latency = bytes in flight / bandwidth"
                 + (f"; one load alone (the pointer chase above) takes {chase_ns:,.0f} ns" if chase_ns else "")
                 + "\n\n")
-        return head + table(["warps per SM", "1 load per thread: GB/s", "bytes in flight, whole GPU",
-                             "latency this implies", "4 loads per thread: GB/s",
-                             "latency this implies, if all 4 are in flight"], rows)
+        return pages.collapsed("The latency each load took, from bandwidth and bytes in flight",
+                               head + table(["warps per SM", "GB/s, 1 load", "in flight, GPU",
+                                             "latency", "GB/s, 4 loads", "latency, 4 in flight"],
+                                            rows))
 
     @pages.renderer(NAME, "strided")
     def strided_plot(slug: str, data: dict) -> str:
@@ -235,11 +238,11 @@ def _register() -> None:
             series.append((data["machine"]["gpu"]["name"], data["strided"]["rows"], "#1f77b4"))
         host_rows = [r for r in data["host"].get("rows", []) if r.get("kind") == "strided"]
         if host_rows:
-            series.append((f"host CPU: {data['host']['facts']['model']}, {data['host'].get('threads')} threads",
+            series.append((f"host CPU, {data['host'].get('threads')} threads",
                            host_rows, "#ff7f0e"))
         if not series:
             raise pages.NotRecorded("strided")
-        plt, fig, (a, b) = _figure(10, 3.8, 2)
+        plt, fig, (a, b) = _figure(2, height=5.0, sharex=True)
         for label, rows, color in series:
             xs = [r["stride"] for r in rows]
             a.plot(xs, [r["gbs"] for r in rows], "o-", color=color, label=label, ms=4)
@@ -247,18 +250,17 @@ def _register() -> None:
         for ax in (a, b):
             ax.set_xscale("log", base=2)
             ax.set_xticks([1, 2, 4, 8, 16, 32], ["1", "2", "4", "8", "16", "32"])
-            ax.set_xlabel("stride between neighbouring threads (elements of 4 bytes)")
             ax.grid(alpha=0.3, which="both")
+        b.set_xlabel("stride between neighbouring threads (floats)")
         a.set_yscale("log")
-        _plain_log_axis(a.yaxis)
-        a.set_ylabel("useful bytes per second (GB/s)")
+        _plain_log_axis(a.yaxis, [r["gbs"] for _, rows, _ in series for r in rows])
+        a.set_ylabel("useful GB/s")
         b.set_yscale("log")
         b.set_ylabel("% of the stride-1 rate")
-        b.set_yticks([100, 50, 25, 12.5, 6.25, 3.125], ["100", "50", "25", "12.5", "6.25", "3.1"])
-        a.legend(fontsize=8)
-        where = data["machine"]["gpu"]["name"] if data["machine"].get("gpu") else data["host"]["facts"]["model"]
-        fig.suptitle(f"Copy out[i] = x[i * stride], float32, {where}, {data['machine']['date'][:10]}",
-                     fontsize=10)
+        _plain_log_axis(b.yaxis, [100 * r["fraction_of_stride1"] for _, rows, _ in series for r in rows])
+        a.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
+                 title="copy out[i] = x[i * stride], float32", title_fontsize=11.5,
+                 alignment="left")
         return pages.svg(fig)
 
     @pages.renderer(NAME, "strided-traffic")
@@ -281,9 +283,9 @@ def _register() -> None:
         if ceiling:
             head += (f": device copy in the same run {ceiling:,.0f} GB/s; the stride-1 copy reaches "
                      f"{100 * p['rows'][0]['gbs'] / ceiling:.0f} % of it")
-        return head + "\n\n" + table(
-            ["stride", "useful GB/s", "% of stride 1", "bytes moved per element, 32-byte sectors",
-             "memory GB/s if so", "bytes moved per element, 64-byte pieces", "memory GB/s if so"], rows)
+        return pages.collapsed("Bytes the memory moves per element, stride by stride", head + "\n\n" + table(
+            ["stride", "useful GB/s", "of stride 1", "bytes, 32 B sectors", "memory GB/s",
+             "bytes, 64 B pieces", "memory GB/s"], rows))
 
     @pages.renderer(NAME, "divergence-summary")
     def divergence_summary(slug: str, data: dict) -> str:
@@ -306,13 +308,13 @@ def _register() -> None:
                      f"{g['multiprocessors']} SMs x {lanes} FP32 lanes x 2 FLOP x {g['sm_clock_mhz']:,.0f} MHz "
                      f"could do")
         head += "\n\n"
-        return head + table(["version", "1 path", f"{kmax} paths", f"{kmax} paths vs no branch, 1 path"],
-                            rows, "lrrr")
+        return head + table(["version", f"{kmax} paths vs no branch", "1 path", f"{kmax} paths"],
+                            [[r[0], r[3], r[1], r[2]] for r in rows], "lrrr")
 
     @pages.renderer(NAME, "divergence")
     def divergence_plot(slug: str, data: dict) -> str:
         p = _part(data, "divergence")
-        plt, fig, ax = _figure(7.5, 3.8)
+        plt, fig, ax = _figure(height=3.8)
         # Two pairs of series nearly coincide (paths inside a warp on the k x line; one path per
         # warp on no branch): each gets its own line style and marker, and the reference line is a
         # wide pale band underneath, so every series stays visible where they overlap.
@@ -334,9 +336,10 @@ def _register() -> None:
         _plain_log_axis(ax.yaxis)
         ax.set_ylabel("kernel time (ms)")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-        ax.set_title(f"{p['n']:,} threads x {p['iters']:,} multiply-adds each, {pages.plot_title(data)}",
-                     fontsize=10)
+        ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
+                  title=f"{p['n']:,} threads x {p['iters']:,} multiply-adds,\n"
+                  f"{pages.machine_title(data, cores=False)}", title_fontsize=11.5,
+                  alignment="left")
         return pages.svg(fig)
 
     @pages.renderer(NAME, "launch")
@@ -345,8 +348,8 @@ def _register() -> None:
         rows = [[r["name"], fmt_time(r["host_submit_s"]), fmt_time(r["gpu_per_kernel_s"])
                  + ("" if r.get("queue_stayed_ahead") else " (queue ran dry)"),
                  fmt_time(r["round_trip_s"])] for r in p["rows"]]
-        return table(["empty kernel launched with", "host time to launch", "GPU time per kernel, queued",
-                      "launch and wait, one at a time"], rows)
+        return table(["empty kernel, launched with", "host time to launch", "GPU time, queued",
+                      "launch and wait"], rows)
 
     @pages.renderer(NAME, "graph")
     def graph_table(slug: str, data: dict) -> str:
@@ -356,8 +359,8 @@ def _register() -> None:
         rows = []
         for r in c["rows"]:
             captured = "capture_s" in r
-            rows.append([r["name"], fmt_time(r["median_s"]), fmt_time(r["per_kernel_s"]),
-                         f"{one_by_one / r['median_s']:.1f}x",
+            rows.append([r["name"], fmt_time(r["per_kernel_s"]), f"{one_by_one / r['median_s']:.1f}x",
+                         fmt_time(r["median_s"]),
                          fmt_time(r["capture_s"]) if captured else "-",
                          ("yes" if r["identical_to_one_by_one"] else "no") if captured else "-"])
         head = (f"{c['kernels']:,} dependent kernels, each updating {c['elements']:,} float32 "
@@ -371,9 +374,8 @@ def _register() -> None:
                     f"{graph['capture_s'] / one_by_one:.1f} times one chain launched one by one; each "
                     f"replay saves {fmt_time(saved)}, so the recording has paid for itself after "
                     f"{n_replays} replay{'s' if n_replays > 1 else ''}.")
-        return head + table(["how", "whole chain", "per kernel", "vs CuPy one by one",
-                             "recording the graph (once)", "result identical to one by one"], rows,
-                            "lrrrrl") + foot
+        return head + table(["how", "per kernel", "vs CuPy one by one", "whole chain",
+                             "recording (once)", "same result"], rows, "lrrrrl") + foot
 
     @pages.renderer(NAME, "simulator")
     def simulator(slug: str, data: dict) -> str:

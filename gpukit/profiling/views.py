@@ -490,7 +490,8 @@ def matmul_reading(slug: str, data: dict) -> str:
     fit = gpu["registers_per_multiprocessor"] // per_block
     warps = fit * block // gpu["warp_size"]
     shared = int(r["shared_per_block_bytes"] or 0)
-    by_shared = gpu["shared_memory_per_multiprocessor_bytes"] // shared if shared else None
+    # compute capability 8.0 and later reserve 1 KiB of shared memory per block for the system
+    by_shared = gpu["shared_memory_per_multiprocessor_bytes"] // (shared + 1024) if shared else None
     peak = _peak_tflops(slug)
     lines = [
         f"- **Occupancy.** {regs} registers per thread x {block} threads = {per_block:,} registers per block; "

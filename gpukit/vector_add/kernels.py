@@ -121,8 +121,8 @@ def add_kernel(x, y, out):
 # --8<-- [start:numba_x4]
 @cuda.jit
 def add_kernel_x4(x, y, out):
-    # The same loop, four elements per step: all eight loads come before the first store in
-    # the code, so each thread can have four times the bytes in flight while it waits.
+    # The same loop, four elements per step: all eight loads come before the first
+    # store, so each thread can have four times the bytes in flight while it waits.
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     n = x.shape[0]

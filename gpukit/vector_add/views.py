@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..pages import host_bound_note, marked, fmt_num, fmt_time, machine_title, renderer, table
+from ..pages import (NotRecorded, fmt_num, fmt_time, host_bound_note, machine_title, marked,
+                     renderer, table)
+from .meta import NO_OUT
 from . import diagrams  # noqa: F401  (registers the "timeline" view)
 
 
@@ -11,47 +13,77 @@ def _vector_add_gpu(slug: str, data: dict) -> str:
     g = data["gpu"]
     rows = []
     for r in g["rows"]:
-        rows.append([marked(r), fmt_time(r["first_call_s"]), fmt_time(r["median_s"]),
-                     fmt_num(r["gbs"]), fmt_num(r.get("pct_of_copy"), 1) + " %",
-                     fmt_num(r.get("pct_of_torch_add"), 1) + " %"])
+        rows.append([marked(r), fmt_num(r.get("pct_of_torch_add"), 1) + " %", fmt_num(r["gbs"]),
+                     fmt_time(r["median_s"]), fmt_time(r.get("host_median_s")),
+                     fmt_time(r["first_call_s"])])
     head = (f"**{machine_title(data)}**, {g['n']:,} float32 elements "
             f"({3 * g['n'] * 4 / 1e9:.1f} GB moved per add)\n\n")
-    return head + table(["implementation", "first call", "median", "GB/s", "% of copy",
-                         "% of torch.add"], rows) + host_bound_note(g["rows"])
+    return head + table(["implementation", "of torch.add", "GB/s", "median", "host per call",
+                         "first call"], rows) + host_bound_note(g["rows"])
+
+
+
+
+@renderer("vector_add", "numba-api")
+def _vector_add_numba_api(slug: str, data: dict) -> str:
+    """numba through the public API: its share of torch.add and its host time per call, with
+    ``out=`` (the table's rows) and without (a row of its own, where recorded)."""
+    g = data["gpu"]
+    rows = [r for r in g["rows"] if r.get("backend") == "numba-cuda"]
+    torch = next((r for r in g["rows"] if r.get("backend") == "torch"), None)
+    given = [r for r in rows if r["name"] != NO_OUT]
+    if not given or torch is None or torch.get("host_median_s") is None:
+        raise NotRecorded("numba rows")
+    share = sorted(r["pct_of_torch_add"] for r in given)
+    host = sorted(r["host_median_s"] for r in given)
+    text = (f"Called through `vector_add` with `out=`, back to back, numba's kernels reach "
+            f"{_span(share, '{:.0f}')} % of `torch.add`, but each call costs "
+            f"{_span([fmt_time(h) for h in host])} of host time against torch's "
+            f"{fmt_time(torch['host_median_s'])}.")
+    alloc = next((r for r in rows if r["name"] == NO_OUT), None)
+    if alloc:
+        text += (f" Without `out=`, the natural call, it reaches {alloc['pct_of_torch_add']:.0f} % of "
+                 f"`torch.add`: numba allocates the result in device memory on every call, "
+                 f"{fmt_time(alloc['host_median_s'])} of host time per call.")
+    else:
+        text += (" Without `out=`, the natural call, numba allocates the result in device memory "
+                 "on every call, which costs far more host time than the launch (this record has "
+                 "no row for it yet).")
+    return text
+
+
+def _span(values: list, form: str = "{}") -> str:
+    """``a-b`` from the smallest to the largest of sorted values (one value if they agree)."""
+    lo, hi = form.format(values[0]), form.format(values[-1])
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 @renderer("vector_add", "gpu-plot")
 def _vector_add_gpu_plot(slug: str, data: dict) -> str:
     """The same rows as bars: how close each implementation gets to a plain device copy."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from .. import pages
     g = data["gpu"]
     rows = [r for r in g["rows"] if r.get("gbs")]
     copy = next((r["gbs"] for r in rows if r["name"] == "device copy"), None)
     rows = [r for r in rows if r["name"] != "device copy"]
-    with plt.rc_context({"svg.fonttype": "none", "font.size": 11}):
-        # each name above its bar, not beside it: the plot keeps its width on a phone
-        fig, ax = plt.subplots(figsize=(5.2, 0.62 * len(rows) + 1.3), dpi=100)
-        top = max(r["gbs"] for r in rows + ([{"gbs": copy}] if copy else []))
-        for y, r in enumerate(rows):
-            ax.barh(y, r["gbs"], color="#2e7d32", height=0.45)
-            ax.text(0, y - 0.3, r["name"], va="bottom", fontsize=11)
-            ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + (" †" if r.get("host_bound") else "") + " ",
-                    va="center", ha="right", fontsize=10, color="white")
-        if copy:
-            ax.axvline(copy, color="#d32f2f", linestyle="--", linewidth=1.2)
-            ax.text(copy, -0.95, f"device copy {copy:,.0f} GB/s", ha="center", va="bottom",
-                    color="#d32f2f", fontsize=10)
-        ax.set_xlim(0, top * 1.08)
-        ax.set_ylim(len(rows) - 0.5, -1.0)
-        ax.set_yticks([])
-        ax.set_xlabel(f"GB/s: three arrays of {g['n']:,} float32 per add\n{pages.plot_title(data)}")
-        for side in ("top", "right", "left"):
-            ax.spines[side].set_visible(False)
-        fig.tight_layout()
+    # each name above its bar, not beside it: the plot keeps its width on a phone
+    fig, ax = pages.figure(height=0.72 * len(rows) + 1.4)
+    top = max(r["gbs"] for r in rows + ([{"gbs": copy}] if copy else []))
+    for y, r in enumerate(rows):
+        ax.barh(y, r["gbs"], color="#2e7d32", height=0.42)
+        ax.text(0, y - 0.26, r["name"], va="bottom")
+        ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + (" †" if r.get("host_bound") else "") + " ",
+                va="center", ha="right", color="white")
+    if copy:
+        ax.axvline(copy, color="#d32f2f", linestyle="--", linewidth=1.2)
+        ax.text(copy, -0.85, f"device copy {copy:,.0f}", ha="right", va="bottom",
+                color="#d32f2f")
+    ax.set_xlim(0, top * 1.05)
+    ax.set_ylim(len(rows) - 0.5, -1.0)
+    ax.set_yticks([])
+    ax.set_xlabel("GB/s, three arrays per add")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
     return '<figure class="gpukit-plot">\n' + pages.svg(fig) + "\n</figure>"
 
 
@@ -86,7 +118,7 @@ def _vector_add_pitfalls(slug: str, data: dict) -> str:
 def _vector_add_cpu(slug: str, data: dict) -> str:
     c = data["cpu"]
     cpu = data["machine"]["cpu"]
-    rows = [[r["name"], fmt_time(r["median_s"]), fmt_num(r["gbs"], 1),
+    rows = [[r["name"], fmt_num(r["gbs"], 1), fmt_time(r["median_s"]),
              fmt_num(r.get("pct_of_copy"), 0) + " %" if r.get("pct_of_copy") else "-"] for r in c["rows"]]
     head = f"**{cpu['model']}** ({cpu['usable_cpus']} cores usable), {c['n']:,} float32 elements\n\n"
-    return head + table(["implementation", "median", "GB/s", "% of host copy"], rows)
+    return head + table(["implementation", "GB/s", "median", "of the one-thread copy"], rows)

@@ -55,7 +55,8 @@ def saxpy_numpy(a, x, y, out):
 
 def horner_numpy(x, c, out):
     out.fill(c[0])
-    for k in range(1, len(c)):     # 2 passes over the whole array per degree
+    # 2 passes over the whole array per degree
+    for k in range(1, len(c)):
         np.multiply(out, x, out=out)
         np.add(out, c[k], out=out)
 # --8<-- [end:numpy]
@@ -73,12 +74,14 @@ def numba_cpu() -> dict:
     # --8<-- [start:numba_cpu]
     @njit(fastmath=True)
     def saxpy_1core(a, x, y, out):
-        for i in range(x.size):                # LLVM vectorises this loop by itself
+        # LLVM vectorises this loop by itself
+        for i in range(x.size):
             out[i] = a * x[i] + y[i]
 
     @njit(fastmath=True, parallel=True)
     def saxpy_parallel(a, x, y, out):
-        for i in prange(x.size):               # split over all cores, then vectorised
+        # split over all cores, then vectorised
+        for i in prange(x.size):
             out[i] = a * x[i] + y[i]
 
     # The same loop as horner_python: the innermost loop is the chain p -> p*x + c,
@@ -105,11 +108,13 @@ def numba_cpu() -> dict:
                 p[j] = c[0]
             for k in range(1, c.size):
                 ck = c[k]
-                for j in range(BLOCK):         # 16 lanes x 8 registers per step
+                # 16 lanes x 8 registers per step
+                for j in range(BLOCK):
                     p[j] = p[j] * xs[j] + ck
             for j in range(BLOCK):
                 out[s + j] = p[j]
-        for i in range(full, stop):            # the last partial block, one at a time
+        # the last partial block, one element at a time
+        for i in range(full, stop):
             xi = x[i]
             q = c[0]
             for k in range(1, c.size):
@@ -173,18 +178,21 @@ def _numba_cuda():
     # --8<-- [start:cuda]
     @cuda.jit
     def saxpy_kernel(a, x, y, out):
-        i = cuda.grid(1)                       # one thread per element
-        if i < x.size:                         # the last block runs past the end
+        # one thread per element; the last block runs past the end
+        i = cuda.grid(1)
+        if i < x.size:
             out[i] = a * x[i] + y[i]
 
     @cuda.jit
     def horner_kernel(x, out):
-        c = cuda.const.array_like(COEFFS)      # coefficients in constant memory
+        # the coefficients, in constant memory
+        c = cuda.const.array_like(COEFFS)
         i = cuda.grid(1)
         if i < x.size:
             xi = x[i]
             p = c[0]
-            for k in range(1, c.size):         # the per-element loop of horner_python
+            # the per-element loop of horner_python
+            for k in range(1, c.size):
                 p = p * xi + c[k]
             out[i] = p
     # --8<-- [end:cuda]
@@ -196,22 +204,25 @@ def _numba_cuda():
 THREADS_PER_BLOCK = 256
 
 # --8<-- [start:cuda_c]
-# The same polynomial in CUDA C, written for the hardware: the coefficients sit in constant
-# memory and the degree loop is unrolled, so the compiler can take each coefficient as an operand
-# of its FFMA instruction instead of a load; each thread evaluates ELEMS elements, ELEMS independent chains
-# of multiply-adds; indices are 32-bit.
+# The same polynomial in CUDA C, written for the hardware: the coefficients sit in
+# constant memory and the degree loop is unrolled, so the compiler can take each
+# coefficient as an operand of its FFMA instruction instead of a load. Each thread
+# evaluates ELEMS elements, ELEMS independent chains of multiply-adds; indices are
+# 32-bit.
 HORNER_CUDA_C = r"""
 __constant__ float coeffs[TERMS];
 
 template <int ELEMS>
-__global__ void horner(const float* __restrict__ x, float* __restrict__ out, unsigned int n)
+__global__ void horner(const float* __restrict__ x, float* __restrict__ out,
+                       unsigned int n)
 {
     unsigned int stride = gridDim.x * blockDim.x;
     unsigned int first = blockIdx.x * blockDim.x + threadIdx.x;
     float xs[ELEMS], p[ELEMS];
     #pragma unroll
     for (int j = 0; j < ELEMS; ++j) {
-        unsigned int i = first + j * stride;        // neighbouring threads, neighbouring elements
+        // neighbouring threads, neighbouring elements
+        unsigned int i = first + j * stride;
         xs[j] = i < n ? x[i] : 0.0f;
         p[j] = coeffs[0];
     }

@@ -29,37 +29,52 @@ def _where(data: dict) -> str:
     return (m["gpu"]["name"] + " + " + cpu) if m.get("gpu") else cpu + ", no GPU"
 
 
+#: Short legend names: the plot is drawn for a phone.
+LEGEND = {"python": "Python", "numpy": "NumPy", "numba-1core-naive": "1 core, naive",
+          "numba-1core": "1 core", "numba-parallel": "all cores", "gpu-kernel": "GPU kernel",
+          "gpu-pageable": "GPU + pageable", "gpu-pinned": "GPU + pinned"}
+PLOT_TITLES = {"saxpy": "SAXPY (memory-bound)", "poly": f"Degree-{DEGREE} polynomial (compute-bound)"}
+
+
 def plot_svg(data: dict, work: str) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Median time per call against size, one line per backend; the GPU's crossovers as
+    vertical lines in the colour and style of their GPU line, named in the crossover table."""
     part = data[work]
     if not part.get("rows"):
         raise pages.NotRecorded(work)
-    with plt.rc_context({"svg.fonttype": "none"}):
-        fig, ax = plt.subplots(figsize=(7.5, 4.4), dpi=100)
-        fig.patch.set_facecolor("white")
-        for backend in BACKENDS[work] + GPU_BACKENDS:
-            rs = [r for r in part["rows"] if r["backend"] == backend]
-            if not rs:
-                continue
-            ax.loglog([r["size"] for r in rs], [r["median_s"] for r in rs], GPU_STYLE.get(backend, "-"),
-                      marker="o", markersize=3.5, linewidth=1.6, color=COLORS[backend], label=LABELS[backend])
-        # Crossover lines are named in the legend below the plot, not by text on the plot area,
-        # where any position sits on some curve; a marker on the top edge shows where each one is.
-        for backend, ls in GPU_STYLE.items():
-            s = part.get("crossover", {}).get(backend)
-            if s:
-                ax.axvline(s, color=COLORS[backend], linestyle=ls, linewidth=1.2, alpha=0.8,
-                           label=f"GPU wins from here: {LABELS[backend].replace('GPU ', '')} ({s:,})")
-                ax.plot([s], [1.0], marker="v", ms=7, color=COLORS[backend], clip_on=False,
-                        transform=ax.get_xaxis_transform(), zorder=5)
-        ax.set_xlabel("elements (float32), log scale")
-        ax.set_ylabel("median time per call (s), log scale")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
-        ax.set_title(f"{TITLES[work]}\non {_where(data)}, {data['machine']['date'][:10]}", fontsize=9, pad=10)
-        return pages.svg(fig)
+    fig, ax = pages.figure(height=5.0)
+    for backend in BACKENDS[work] + GPU_BACKENDS:
+        rs = [r for r in part["rows"] if r["backend"] == backend]
+        if not rs:
+            continue
+        ax.loglog([r["size"] for r in rs], [r["median_s"] for r in rs], GPU_STYLE.get(backend, "-"),
+                  marker="o", markersize=3.5, linewidth=1.8, color=COLORS[backend],
+                  label=LEGEND[backend])
+    for backend, ls in GPU_STYLE.items():
+        s = part.get("crossover", {}).get(backend)
+        if s:
+            ax.axvline(s, color=COLORS[backend], linestyle=ls, linewidth=1.2, alpha=0.8)
+            ax.plot([s], [1.0], marker="v", ms=8, color=COLORS[backend], clip_on=False,
+                    transform=ax.get_xaxis_transform(), zorder=5)
+    _decades(ax)
+    ax.set_xlabel("elements (float32)")
+    ax.set_ylabel("median time per call (s)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower left", bbox_to_anchor=(-0.12, 1.02), ncol=2, frameon=False,
+              handlelength=1.6, columnspacing=0.8, borderaxespad=0.2)
+    ax.set_title(f"{PLOT_TITLES[work]}\n{pages.machine_title(data, cores=False)}",
+                 loc="left", pad=8 + 21 * ((len([b for b in BACKENDS[work] + GPU_BACKENDS
+                                                 if _at(part, b)]) + 1) // 2))
+    return pages.svg(fig)
+
+
+def _decades(ax) -> None:
+    """Label every power of ten inside the drawn range on both log axes, and no tick outside it."""
+    import math
+    for lim, setter in ((ax.get_xlim(), ax.set_xticks), (ax.get_ylim(), ax.set_yticks)):
+        lo, hi = math.ceil(math.log10(lim[0])), math.floor(math.log10(lim[1]))
+        setter([10.0 ** k for k in range(lo, hi + 1)])
+    ax.minorticks_off()
 
 
 def _at(part: dict, backend: str, size: int | None = None) -> dict | None:
@@ -177,8 +192,8 @@ def speedups(data: dict) -> list[list[str]]:
             if q is None:
                 continue
             p = _ratio(part, b, "gpu-pinned")
-            rows.append([work if work == "saxpy" else "polynomial", LABELS[b], f"{q[1]:,}", f"{q[0]:,.1f}x",
-                         f"{p[0]:,.2f}x" if p and p[1] == q[1] else "-"])
+            rows.append([work if work == "saxpy" else "polynomial", SHORT[b], f"{q[0]:,.1f}x",
+                         f"{p[0]:,.2f}x" if p and p[1] == q[1] else "-", f"{q[1]:,}"])
     return rows
 
 
@@ -212,7 +227,7 @@ def _register() -> None:
                            + pages.host_bound_note(timed))
             for e in part.get("errors", []):
                 out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
-        return "\n\n".join(out)
+        return pages.collapsed("Every median time, size by size", "\n\n".join(out))
 
     @pages.renderer(NAME, "summary")
     def summary(slug: str, data: dict) -> str:
@@ -228,27 +243,29 @@ def _register() -> None:
                     continue
                 picked.append(r)
                 ref = _best_cpu_row(part, r["size"])     # compared at the row's own size
-                label = LABELS[r["backend"]] + (" (best CPU)" if r is ref else "")
+                label = SHORT[r["backend"]] + (" (best CPU)" if r is ref else "")
                 rate = (f"{fmt_num(r['gbs'], 1)} GB/s" if work == "saxpy"
                         else f"{fmt_num(r['gflops'], 1)} GFLOP/s")
-                rows.append([work if work == "saxpy" else f"polynomial, degree {DEGREE}", label,
-                             f"{r['size']:,}", fmt_time(r["median_s"]), rate,
-                             f"{ref['median_s'] / r['median_s']:.2f}x"])
+                rows.append([work if work == "saxpy" else "polynomial", label,
+                             f"{ref['median_s'] / r['median_s']:.2f}x", rate,
+                             fmt_time(r["median_s"]), f"{r['size']:,}"])
         return f"**{_where(data)}**\n\n" + table(
-            ["workload", "implementation", "elements", "median", "rate", "speed vs best CPU at that size"],
+            ["workload", "implementation", "vs best CPU", "rate", "median", "elements"],
             rows, "llrrrr")
 
     @pages.renderer(NAME, "key-numbers")
     def key(slug: str, data: dict) -> str:
-        return f"**{_where(data)}**\n\n" + table(["", "measured"], [list(r) for r in key_numbers(data)], "lr")
+        rows = [list(r) for r in key_numbers(data)]
+        text = f"**{_where(data)}**\n\n" + table(["", "measured"], rows, "lr")
+        return pages.collapsed(f"Key numbers ({len(rows)} rows)", text) if len(rows) > 12 else text
 
     @pages.renderer(NAME, "speedups")
     def speed(slug: str, data: dict) -> str:
         if not data["machine"].get("gpu"):
             raise pages.NotRecorded("gpu")
         return f"**{_where(data)}**\n\n" + table(
-            ["workload", "CPU implementation", "elements", "GPU kernel alone is faster by",
-             "GPU with pinned copies is faster by"], speedups(data), "llrrr")
+            ["workload", "CPU implementation", "GPU kernel faster by", "with pinned copies",
+             "elements"], speedups(data), "llrrr")
 
     @pages.renderer(NAME, "crossover")
     def cross(slug: str, data: dict) -> str:
@@ -313,7 +330,7 @@ def _register() -> None:
         text = table(head, rows, "lrr")
         if g:
             gk_p, gk_s = _at(pol, "gpu-kernel", top_p), _at(sax, "gpu-kernel", top_s)
-            ratios = [["peak FP32 (x lanes x clock)",
+            ratios = [["peak FP32, one FMA unit per CPU core",
                        f"{g['peak_tflops'] * 1e3 / c['peak_gflops_1fma']:.0f}x" if c.get("peak_gflops_1fma")
                        and g.get("peak_tflops") else "-",
                        f"{gk_p['gflops'] / cpu_fl:.0f}x" if gk_p else "-"],
@@ -328,9 +345,11 @@ def _register() -> None:
             for b, f in data[work].get("first_calls", {}).items():
                 rows.append([work, LABELS[b], f"{f['size']:,}", fmt_time(f["first_call_s"]),
                              fmt_time(f["median_s"])])
-        return f"**{_where(data)}**\n\n" + table(
-            ["workload", "implementation", "elements", "first call (numba: includes compiling)", "steady state"],
-            rows, "llrrr")
+        text = f"**{_where(data)}**\n\n" + table(
+            ["workload", "implementation", "first call (numba: includes compiling)", "steady state",
+             "elements"], [[r[0], r[1], r[3], r[4], r[2]] for r in rows], "llrrr")
+        return pages.collapsed(f"First call and steady state ({len(rows)} rows)", text) \
+            if len(rows) > 12 else text
 
 
 _register()
