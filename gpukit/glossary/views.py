@@ -388,13 +388,19 @@ def cublas(data: dict) -> str:
 
 @term("matmul", "roofline")
 def roofline(data: dict) -> str:
+    from ..device import fp32_peak as peak_of
     g = data["gpu"]
-    row = _cublas(g)
-    if not g.get("copy_ceiling_gbs"):
-        raise pages.NotRecorded("copy_ceiling_gbs")
-    ridge = row["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
-    return (f"the two ceilings measured in one run are {row['tflops']:.1f} TFLOP/s (cuBLAS, fp32) and "
-            f"{fmt_num(g['copy_ceiling_gbs'])} GB/s (a device copy); they meet at {ridge:.0f} FLOP per byte.")
+    peak = peak_of(_gpu(data))
+    if peak is None or not g.get("copy_ceiling_gbs"):
+        raise pages.NotRecorded("fp32 peak or copy_ceiling_gbs")
+    ridge = peak["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
+    text = (f"the fp32 roofs are {peak['tflops']:.1f} TFLOP/s (the FP32 peak) and "
+            f"{fmt_num(g['copy_ceiling_gbs'])} GB/s (a device copy measured in the same run); "
+            f"they meet at {ridge:.1f} FLOP per byte")
+    row = next((r for r in g["rows"] if r["name"] == "cublas"), None)
+    if row is not None:
+        text += f". cuBLAS, a measured speed under the roof, reached {row['tflops']:.1f} TFLOP/s"
+    return text + "."
 
 
 @term("matmul", "tensor-core")
