@@ -164,8 +164,9 @@ def fp64_summary() -> str:
             groups.setdefault(g["fp64_ratio"], []).append(g["name"])
     rows = [[f"1:{round(1 / r)}", ", ".join(names)] for r, names in sorted(groups.items(), reverse=True)]
     unknown = [g["name"] for g in data.gpus() if not g["fp64_ratio"]]
-    return (table(["FP64:FP32", "GPUs in the data"], rows, "ll")
-            + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
+    return collapsed("Which GPUs have which FP64:FP32 ratio",
+                     table(["FP64:FP32", "GPUs in the data"], rows, "ll")
+                     + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
 
 
 def largest_model(memory_gib: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
@@ -295,7 +296,15 @@ def _advise(argv: list[str]) -> str:
 
 @data_renderer("cloud", "advise-example")
 def advise_example() -> str:
-    return _advise(EXAMPLE_ARGS)
+    text = _advise(EXAMPLE_ARGS)
+    rows = [ln for ln in text.splitlines()
+            if ln.startswith("| ") and not ln.startswith(("| instance", "| :"))]
+    lead = ""
+    if rows:
+        cells = [c.strip() for c in rows[0].strip("|").split("|")]
+        lead = (f"The cheapest instance that holds it is `{cells[0]}` ({cells[1]}), at {cells[3]} "
+                "USD/h; the advisor's whole answer is in the box.\n\n")
+    return lead + collapsed("The advisor's answer", text)
 
 
 @data_renderer("cloud", "advise-kv-example")
@@ -344,7 +353,7 @@ def assumptions() -> str:
             ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
             ["GPUs to buy: at most", f"{machines.MAX_GPUS} cards"]]
     rows += [["measured by this project", m] for m in machines.describe_measurements("bf16", machines.measurements())]
-    return table(["assumption", "value"], rows, "ll")
+    return collapsed("The advisor's assumptions", table(["assumption", "value"], rows, "ll"))
 
 
 @data_renderer("cloud", "advisor-check")
@@ -444,7 +453,7 @@ def catalogue_plot() -> str:
 
     from ..pages import figure, svg
     gpus = [g for g in data.gpus() if g.get("memory_gib") and g.get("bandwidth_gbs")]
-    fig, ax = figure(height=4.4)
+    fig, ax = figure(height=3.9)
     for segment, (marker, colour) in SEGMENT_STYLE.items():
         pts = [g for g in gpus if g.get("segment") == segment]
         if pts:
