@@ -84,11 +84,7 @@ def _aws(category: str) -> str:
              + "\n\n<small>A dash in USD/h: no on-demand price in the price list (the notes say "
                "why). Network: per instance unless the row says otherwise.</small>"
              + ("\n\n**Notes on these rows**\n\n" + "\n".join(notes) if notes else ""))
-    return (_families(rows)
-            + f"\n\n<small>From `gpukit/data/aws_instances.yaml`: on-demand Linux prices from the "
-              f"AWS price list generated {data.prices_generated()}, read "
-              f"{data.instances_doc()['retrieved']}. Check the AWS pricing page before you spend "
-              "money.</small>\n\n"
+    return (_families(rows) + "\n\n"
             + collapsed(f"All {len(rows)} sizes: price, host, network and sources", every))
 
 
@@ -248,7 +244,10 @@ def as_of() -> str:
                 f"{cheap['price_per_hour']:,.3f} USD/h.")
     return (age + " " + cheapest + "\n\n" + (f"!!! warning \"Stale prices\"\n    {warning}\n\n" if warning else "")
             + table(["file", "rows", "prices", "region"], rows, "lrll")
-            + f"\n\n<small>Rows last read {data.data_as_of()}.</small>")
+            + f"\n\n<small>Rows last read {data.data_as_of()}; the AWS file as a whole "
+              f"{data.instances_doc()['retrieved']}. The AWS tables below are from "
+              "`gpukit/data/aws_instances.yaml` (on-demand Linux prices): check the AWS pricing "
+              "page before you spend money.</small>")
 
 
 #: the advisor's report is shown wrapped to this many columns (a wider line scrolls sideways)
