@@ -43,6 +43,8 @@ def anchors(page: str) -> set[str]:
         title = m.group(1)
         explicit = re.search(r"\{#([\w-]+)\}$", title)
         ids.add(explicit.group(1) if explicit else slugify(re.sub(r"[`*]", "", title), "-"))
+    # an id set by attribute on a paragraph or a picture: ``{ #name }`` on a line of its own
+    ids |= set(re.findall(r"^\{ ?#([\w-]+) ?\}\s*$", text, re.M))
     return ids
 
 

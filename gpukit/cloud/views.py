@@ -6,8 +6,9 @@ formulas, or from this project's own results (the measured efficiencies).
 
 from __future__ import annotations
 
-from ..pages import data_renderer, table
+from ..pages import collapsed, data_renderer, table
 from . import data
+from .advisor import GIB as GIB_
 
 #: Worked examples on the page: serving Llama 3.1 8B in bf16, and Llama 3.1 70B with int4 weights at its
 #: full context (the KV cache outgrows the weights).
@@ -31,28 +32,60 @@ def _link(url: str | None, text: str = "source") -> str:
     return f"[{text}]({url})" if url else "-"
 
 
+def _aws_rows(category: str) -> list[dict]:
+    return sorted((r for r in data.instances() if r["category"] == category),
+                  key=lambda r: (r["family"], r.get("unit", "instance"), r["accelerator_count"],
+                                 r["vcpus"] or 0))
+
+
+def _usd_h(r: dict) -> str:
+    return _num(r["price_per_hour"], "{:,.2f}") if r["price_per_hour"] else "-"
+
+
+def _per_accelerator(r: dict) -> str:
+    mem = r["accelerator_memory_gib"]
+    return "-" if mem is None else _num(mem / r["accelerator_count"], "{:,.4g}")
+
+
+def _families(rows: list[dict]) -> str:
+    """One row per family: its cheapest priced size first, so the price is the second column."""
+    fams: dict[str, list[dict]] = {}
+    for r in rows:
+        fams.setdefault(r["family"], []).append(r)
+    body = []
+    for fam, sizes in fams.items():
+        priced = [r for r in sizes if r["price_per_hour"]]
+        low = min(priced, key=lambda r: r["price_per_hour"]) if priced else None
+        counts = sorted({r["accelerator_count"] for r in sizes})
+        count = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        body.append([fam, _usd_h(low) if low else "-", f"{count} x {sizes[0]['accelerator']}",
+                     _per_accelerator(sizes[0]), sizes[0]["stack"], len(sizes)])
+    return table(["family", f"USD/h from ({data.instances_doc()['region']})", "accelerators",
+                  "GiB each", "software", "sizes"], body, "lrlrlr")
+
+
 def _aws(category: str) -> str:
-    rows = []
-    for r in sorted((r for r in data.instances() if r["category"] == category),
-                    key=lambda r: (r["family"], r.get("unit", "instance"), r["accelerator_count"], r["vcpus"] or 0)):
-        price = _num(r["price_per_hour"], "{:,.2f}") if r["price_per_hour"] else "no on-demand price"
+    rows = _aws_rows(category)
+    full = []
+    for r in rows:
         links = [_link(r["source"], "spec")]
         if r.get("checked_against"):
             links.append(_link(r["checked_against"], "API"))
         if r.get("price_source"):
             links.append(_link(r["price_source"], "price"))
         name = f"`{r['name']}`" + (" (UltraServer)" if r.get("unit") == "ultraserver" else "")
-        rows.append([name, f"{r['accelerator_count']} x {r['accelerator']}", _num(r["accelerator_memory_gib"]),
-                     _num(r["vcpus"]), _num(r["memory_gib"]), r["network"] or "-", r["stack"], price,
+        full.append([name, _usd_h(r), f"{r['accelerator_count']} x {r['accelerator']}",
+                     _num(r["accelerator_memory_gib"]),
+                     f"{_num(r['vcpus'])} / {_num(r['memory_gib'])}", r["network"] or "-",
                      " / ".join(links)])
-    notes = [f"- **{r['name']}**: {r['note']}" for r in data.instances()
-             if r["category"] == category and r.get("note")]
-    return (table(["instance", "accelerators", "accel. memory GiB", "vCPUs", "RAM GiB", "network", "software",
-                   f"USD/h ({data.instances_doc()['region']})", "sources"], rows, "llrrrllrl")
-            + f"\n\n<small>From `gpukit/data/aws_instances.yaml`: on-demand Linux prices from the AWS price list "
-              f"generated {data.prices_generated()}, read {data.instances_doc()['retrieved']}; specs checked against "
-              "the EC2 API dump linked as *API*. Check the AWS pricing page before you spend money.</small>"
-            + ("\n\n??? note \"Notes on these rows\"\n\n" + "\n".join("    " + n for n in notes) if notes else ""))
+    notes = [f"- **{r['name']}**: {r['note']}" for r in rows if r.get("note")]
+    every = (table(["instance", "USD/h", "accelerators", "accel. GiB", "vCPUs / RAM GiB",
+                    "network", "sources"], full, "lrlrlll")
+             + "\n\n<small>A dash in USD/h: no on-demand price in the price list (the notes say "
+               "why). Network: per instance unless the row says otherwise.</small>"
+             + ("\n\n**Notes on these rows**\n\n" + "\n".join(notes) if notes else ""))
+    return (_families(rows) + "\n\n"
+            + collapsed(f"All {len(rows)} sizes: price, host, network and sources", every))
 
 
 @data_renderer("cloud", "aws-training")
@@ -75,28 +108,47 @@ def _ratio(g: dict) -> str:
 
 
 def _gpu_row(g: dict) -> list:
-    return [g["name"], g["stack"], _num(g["memory_gib"], "{:,.4g}"), _num(g["bandwidth_gbs"]), _num(g["fp32_tflops"], "{:,.1f}"),
-            _num(g["tf32_tflops"], "{:,.1f}"), _num(g["bf16_tflops"], "{:,.1f}"), _ratio(g), _num(g["power_w"]),
+    return [g["name"], _num(g["memory_gib"], "{:,.4g}"), _num(g["bandwidth_gbs"]),
+            _num(g["bf16_tflops"], "{:,.1f}"), _num(g["fp32_tflops"], "{:,.1f}"),
             _num(g["price_usd"]), _link(g["source"])]
 
 
-GPU_HEADER = ["GPU", "software", "memory GiB", "bandwidth GB/s", "FP32 TFLOP/s", "TF32 dense", "BF16 dense",
-              "FP64:FP32", "power W", "list price USD", "source"]
+def _gpu_more(g: dict) -> list:
+    return [g["name"], g["stack"], _num(g["tf32_tflops"], "{:,.1f}"), _ratio(g),
+            _num(g["power_w"])]
+
+
+GPU_HEADER = ["GPU", "memory GiB", "bandwidth GB/s", "BF16 dense TFLOP/s", "FP32 TFLOP/s",
+              "list price USD", "source"]
+GPU_MORE_HEADER = ["GPU", "software", "TF32 dense TFLOP/s", "FP64:FP32", "power W"]
 
 
 @data_renderer("cloud", "gpus")
 def gpu_table() -> str:
-    rows = [_gpu_row(g) for g in data.gpus()]
-    notes = [f"- **{g['name']}**: {g['note']}" for g in data.gpus() if g.get("note")]
-    conflicts = [f"- **{g['name']}**, {c['field']}: {c['value']:g} instead of {g[c['field']]:g} in "
-                 f"[this source]({c['source']}). {c['note']}" for g in data.gpus() for c in g.get("conflicts", [])]
-    return (table(GPU_HEADER, rows, "llrrrrrrrrl")
-            + f"\n\n<small>From `gpukit/data/gpus.yaml`, read {data.gpus_doc()['retrieved']}. A dash is a number "
-              "that could not be confirmed; the reason is in the notes below.</small>"
-            + ("\n\n!!! warning \"Sources that disagree\"\n\n" + "\n".join("    " + c for c in conflicts)
-               if conflicts else "")
-            + "\n\n??? note \"Why some cells are empty, and where the numbers come from\"\n\n"
-            + "\n".join("    " + n for n in notes))
+    gpus = data.gpus()
+    notes = [f"- **{g['name']}**: {g['note']}" for g in gpus if g.get("note")]
+    conflicts = [f"- **{g['name']}**, {c['field']}: {c['value']:g} instead of "
+                 f"{g[c['field']]:g} in [this source]({c['source']}). {c['note']}"
+                 for g in gpus for c in g.get("conflicts", [])]
+    sized = [g for g in gpus if g.get("memory_gib")]
+    small = min(sized, key=lambda g: g["memory_gib"])
+    large = max(sized, key=lambda g: g["memory_gib"])
+    lead = (f"The data holds {len(gpus)} GPUs and accelerators, from {small['name']} with "
+            f"{_num(small['memory_gib'], '{:,.4g}')} GiB to {large['name']} with "
+            f"{_num(large['memory_gib'], '{:,.4g}')} GiB; the plot at the top of the page draws "
+            "each by memory and bandwidth.")
+    main = (table(GPU_HEADER, [_gpu_row(g) for g in gpus], "lrrrrrl")
+            + f"\n\n<small>From `gpukit/data/gpus.yaml`, read {data.gpus_doc()['retrieved']}. "
+              "A dash is a number that could not be confirmed; the reason is in the notes "
+              "below.</small>")
+    more = (table(GPU_MORE_HEADER, [_gpu_more(g) for g in gpus], "llrrr")
+            + "\n\n**Why some cells are empty, and where the numbers come from**\n\n"
+            + "\n".join(notes))
+    return (lead + "\n\n" + collapsed(f"Memory, bandwidth, throughput and price of all {len(gpus)}",
+                                      main)
+            + "\n\n" + collapsed("Software, TF32, FP64 ratio and power, with notes", more)
+            + ("\n\n!!! warning \"Sources that disagree\"\n\n"
+               + "\n".join("    " + c for c in conflicts) if conflicts else ""))
 
 
 @data_renderer("cloud", "fp64")
@@ -108,8 +160,9 @@ def fp64_summary() -> str:
             groups.setdefault(g["fp64_ratio"], []).append(g["name"])
     rows = [[f"1:{round(1 / r)}", ", ".join(names)] for r, names in sorted(groups.items(), reverse=True)]
     unknown = [g["name"] for g in data.gpus() if not g["fp64_ratio"]]
-    return (table(["FP64:FP32", "GPUs in the data"], rows, "ll")
-            + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
+    return collapsed("Which GPUs have which FP64:FP32 ratio",
+                     table(["FP64:FP32", "GPUs in the data"], rows, "ll")
+                     + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
 
 
 def largest_model(memory_gib: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
@@ -129,32 +182,50 @@ def _fits(memory_gib: float, precision: str) -> str:
     return "-" if best is None else f"{best[0]} ({best[1]:,.1f} GiB)"
 
 
+def _fits_short(memory_gib: float, precision: str) -> str:
+    best = largest_model(memory_gib, precision)
+    return "-" if best is None else f"{best[0]} ({best[1]:,.1f})"
+
+
+def _tier_row(label: str, g: dict) -> list:
+    price = "-"
+    if g.get("price_usd"):
+        price = f"{_num(g['price_usd'])} ({g.get('price_date') or '-'})"
+    return [label, g["name"], price, _num(g["memory_gib"]), _num(g["bandwidth_gbs"]),
+            *(_fits_short(g["memory_gib"], p) for p in ("bf16", "int8", "int4"))]
+
+
 @data_renderer("cloud", "tiers")
 def tiers() -> str:
     rows = []
     for label, lo, hi in TIERS:
+        shown = label
         for g in sorted(data.gpus(), key=lambda g: g.get("price_usd") or 0):
             if g.get("price_usd") and lo <= g["price_usd"] < hi:
-                rows.append([label, g["name"], _num(g["price_usd"]), g.get("price_date") or "-",
-                             _num(g["memory_gib"]), _num(g["bandwidth_gbs"]), _num(g["price_usd"] / g["memory_gib"]),
-                             _fits(g["memory_gib"], "bf16"), _fits(g["memory_gib"], "int8"),
-                             _fits(g["memory_gib"], "int4")])
-    for g in data.gpus():
-        if not g.get("price_usd") and g["segment"] in ("consumer", "workstation"):
-            rows.append([f"no list price ({g['segment']})", g["name"], "-", "-", _num(g["memory_gib"]),
-                         _num(g["bandwidth_gbs"]), "-", _fits(g["memory_gib"], "bf16"), _fits(g["memory_gib"], "int8"),
-                         _fits(g["memory_gib"], "int4")])
-    empty = [label for label, *_ in TIERS if not any(r[0] == label for r in rows)]
-    gap = (f"\n\n<small>No card in the data has a launch list price in the tier{'s' if len(empty) > 1 else ''} "
-           f"{', '.join(empty)}; cards without a list price in the data are listed apart, under \"no list price\"."
-           "</small>"
+                rows.append(_tier_row(shown, g))
+                shown = ""
+    for segment in ("consumer", "workstation"):
+        shown = f"no list price ({segment})"
+        for g in data.gpus():
+            if not g.get("price_usd") and g["segment"] == segment:
+                rows.append(_tier_row(shown, g))
+                shown = ""
+    empty = [label for label, lo, hi in TIERS
+             if not any(g.get("price_usd") and lo <= g["price_usd"] < hi for g in data.gpus())]
+    gap = (f"\n\n<small>No card in the data has a launch list price in the "
+           f"tier{'s' if len(empty) > 1 else ''} {', '.join(empty)}; cards without a list price "
+           "in the data are listed apart, under \"no list price\".</small>"
            if empty else "")
-    return (table(["tier", "GPU", "launch price USD", "launched", "memory GiB", "bandwidth GB/s",
-                   "USD per GiB", "largest preset in 16 bits", "in 8 bits", "in 4 bits"], rows, "llrlrrrlll") + gap
-            + f"\n\n<small>Launch list prices and dates from `gpukit/data/gpus.yaml` (sources in the table above); no "
-              "dated street price was found, so none is shown: today's shop prices can be far from these. "
-              f"\"Largest preset\" is `gpukit advise` on one card: inference, {TIER_SEQ}-token context, batch 1, "
-              "16-bit KV cache, with the headroom (memory needed in brackets).</small>")
+    per_gib = ", ".join(f"{g['name']} {_num(g['price_usd'] / g['memory_gib'])}"
+                        for g in sorted(data.gpus(), key=lambda g: g.get("price_usd") or 0)
+                        if g.get("price_usd") and g.get("memory_gib"))
+    return (table(["tier", "GPU", "USD (launched)", "GiB", "GB/s", "largest preset, 16 bits",
+                   "8 bits", "4 bits"], rows, "llrrrlll") + gap
+            + "\n\n<small>Launch list prices and dates from `gpukit/data/gpus.yaml` (sources in "
+              "the GPU tables above); no dated street price was found, so none is shown: today's "
+              f"shop prices can be far from these. USD per GiB of memory: {per_gib}. \"Largest "
+              f"preset\" is `gpukit advise` on one card: inference, {TIER_SEQ}-token context, "
+              "batch 1, 16-bit KV cache, with the headroom (GiB needed in brackets).</small>")
 
 
 @data_renderer("cloud", "as-of")
@@ -173,7 +244,42 @@ def as_of() -> str:
                 f"{cheap['price_per_hour']:,.3f} USD/h.")
     return (age + " " + cheapest + "\n\n" + (f"!!! warning \"Stale prices\"\n    {warning}\n\n" if warning else "")
             + table(["file", "rows", "prices", "region"], rows, "lrll")
-            + f"\n\n<small>Rows last read {data.data_as_of()}.</small>")
+            + f"\n\n<small>Rows last read {data.data_as_of()}; the AWS file as a whole "
+              f"{data.instances_doc()['retrieved']}. The AWS tables below are from "
+              "`gpukit/data/aws_instances.yaml` (on-demand Linux prices): check the AWS pricing "
+              "page before you spend money.</small>")
+
+
+#: the advisor's report is shown wrapped to this many columns (a wider line scrolls sideways)
+WRAP = 88
+
+
+def _page_report(text: str) -> str:
+    """The advisor's report for a page: its Markdown tables as tables, its other lines as text
+    wrapped to :data:`WRAP` columns (each continuation indented under the line it continues)."""
+    import textwrap
+    out, prose = [], []
+
+    def flush():
+        if prose:
+            out.append("```text\n" + "\n".join(prose).strip("\n") + "\n```")
+            prose.clear()
+
+    rows: list[str] = []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            flush()
+            rows.append(line)
+            continue
+        if rows:
+            out.append("\n".join(rows))
+            rows = []
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped = textwrap.wrap(line, WRAP, subsequent_indent=indent + "  ",
+                                break_on_hyphens=False) or [""]
+        prose.extend(wrapped)
+    flush()
+    return "\n\n".join(out)
 
 
 def _advise(argv: list[str]) -> str:
@@ -184,17 +290,30 @@ def _advise(argv: list[str]) -> str:
     register(parser.add_subparsers())
     args = parser.parse_args(argv)
     text, _ = report(build(args), top=args.top)
-    return "```text\n" + text + "\n```"
+    return _page_report(text)
 
 
 @data_renderer("cloud", "advise-example")
 def advise_example() -> str:
-    return _advise(EXAMPLE_ARGS)
+    text = _advise(EXAMPLE_ARGS)
+    rows = [ln for ln in text.splitlines()
+            if ln.startswith("| ") and not ln.startswith(("| instance", "| :"))]
+    lead = ""
+    if rows:
+        cells = [c.strip() for c in rows[0].strip("|").split("|")]
+        lead = (f"The cheapest instance that holds it is `{cells[0]}` ({cells[1]}), at {cells[3]} "
+                "USD/h; the advisor's whole answer is in the box.\n\n")
+    return lead + collapsed("The advisor's answer", text)
 
 
 @data_renderer("cloud", "advise-kv-example")
 def advise_kv_example() -> str:
-    return _advise(KV_EXAMPLE_ARGS)
+    from .advisor import Workload, estimate
+    terms = {t.name: t.bytes for t in estimate(Workload.from_preset(
+        "llama-3.1-70b", precision="int4", task="inference", seq=int(KV_EXAMPLE_ARGS[8]))).terms}
+    lead = (f"The KV cache, {terms['KV cache'] / GIB_:,.1f} GiB, is {terms['KV cache'] / terms['weights']:.1f} "
+            f"times the int4 weights ({terms['weights'] / GIB_:,.1f} GiB).")
+    return lead + "\n\n" + collapsed("The advisor's whole answer", _advise(KV_EXAMPLE_ARGS))
 
 
 @data_renderer("cloud", "models")
@@ -204,14 +323,22 @@ def models() -> str:
     for name, p in PRESETS.items():
         total, active = count_params(p)
         counted = "counted" if p.intermediate else "published"
-        window = _num(p.context) + (f" ({_link(p.context_source, 'config')})" if p.context_source else "")
-        rows.append([f"`{name}`", f"{total / 1e9:,.2f}", f"{active / 1e9:,.2f}" if active < total else "all",
-                     p.layers, p.hidden, p.heads, p.kv_heads, window, counted,
-                     _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")])
-    return (table(["preset", "parameters (billions)", "active per token", "layers", "hidden", "heads", "KV heads",
-                   "context (tokens)", "count", "source"], rows, "lrrrrrrrll")
-            + "\n\n<small>\"counted\": total and active parameters counted from the config's layer sizes "
-              "(`gpukit.cloud.models.count_params`); \"published\": the count the model card gives.</small>")
+        source = _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")
+        if p.context_source:
+            source += f", {_link(p.context_source, 'context')}"
+        rows.append([f"`{name}`", f"{total / 1e9:,.2f}",
+                     f"{active / 1e9:,.2f}" if active < total else "all",
+                     f"{p.layers} / {p.hidden}", f"{p.heads} / {p.kv_heads}", _num(p.context),
+                     f"{source}; {counted}"])
+    sizes = sorted(count_params(p)[0] for p in PRESETS.values())
+    lead = (f"The advisor knows {len(PRESETS)} models, from {sizes[0] / 1e9:,.1f} to "
+            f"{sizes[-1] / 1e9:,.0f} billion parameters.")
+    body = (table(["preset", "params (billions)", "active per token", "layers / hidden",
+                   "heads / KV heads", "context (tokens)", "source"], rows, "lrrrrrl")
+            + "\n\n<small>\"counted\": total and active parameters counted from the config's "
+              "layer sizes (`gpukit.cloud.models.count_params`); \"published\": the count the "
+              "model card gives.</small>")
+    return lead + "\n\n" + collapsed("The presets, with their configs", body)
 
 
 @data_renderer("cloud", "assumptions")
@@ -225,7 +352,7 @@ def assumptions() -> str:
             ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
             ["GPUs to buy: at most", f"{machines.MAX_GPUS} cards"]]
     rows += [["measured by this project", m] for m in machines.describe_measurements("bf16", machines.measurements())]
-    return table(["assumption", "value"], rows, "ll")
+    return collapsed("The advisor's assumptions", table(["assumption", "value"], rows, "ll"))
 
 
 @data_renderer("cloud", "advisor-check")
@@ -233,21 +360,27 @@ def advisor_check() -> str:
     """The advisor beside what this project measured running a language model (if recorded)."""
     from .advisor import GIB
     from .machines import compare_records, measurements
-    header = ["GPU", "model", "weights", "batch", "context", "measured tok/s", "advisor tok/s", "difference",
-              "measured peak GiB", "advisor GiB", "difference"]
+    header = ["GPU", "model, weights", "batch x context", "tok/s measured", "advisor",
+              "peak GiB measured", "advisor"]
     rows = compare_records(measurements())
     if not rows:
         return (table(header, [["no run recorded yet"] + ["-"] * (len(header) - 1)], "l" * len(header))
                 + "\n\n<small>No language-model run has been recorded yet: once "
                   "`results/<machine>/llm_inference.json` exists, this table puts its measured speed and peak "
                   "memory beside the advisor's estimates.</small>")
-    body = [[r["gpu"], f"`{r['model']}`", r["precision"], r["batch"], _num(r["context"]),
-             _num(r["measured_tokens_per_s"]), _num(r["estimate_tokens_per_s"]),
-             f"{(r['estimate_tokens_per_s'] - r['measured_tokens_per_s']) / r['measured_tokens_per_s']:+.1%}",
-             f"{r['measured_peak_bytes'] / GIB:,.2f}", f"{r['estimate_memory_bytes'] / GIB:,.2f}",
-             f"{(r['estimate_memory_bytes'] - r['measured_peak_bytes']) / r['measured_peak_bytes']:+.1%}"]
+
+    def diff(est, got):
+        return f"{(est - got) / got:+.1%}"
+
+    body = [[r["gpu"], f"`{r['model']}` {r['precision']}", f"{r['batch']} x {_num(r['context'])}",
+             _num(r["measured_tokens_per_s"]),
+             f"{_num(r['estimate_tokens_per_s'])} ({diff(r['estimate_tokens_per_s'], r['measured_tokens_per_s'])})",
+             f"{r['measured_peak_bytes'] / GIB:,.2f}",
+             f"{r['estimate_memory_bytes'] / GIB:,.2f} "
+             f"({diff(r['estimate_memory_bytes'], r['measured_peak_bytes'])})"]
             for r in rows]
-    return table(header, body, "lllrrrrrrrr")
+    return (table(header, body, "lllrrrr")
+            + "\n\n<small>In brackets: how far the advisor is from the measurement.</small>")
 
 
 #: Published rules of thumb the advisor is checked against (tests/test_cloud.py holds it to 10 %).
@@ -289,46 +422,76 @@ SEGMENT_STYLE = {"consumer": ("o", "#2e7d32"), "workstation": ("s", "#1565c0"),
                  "data-centre": ("D", "#c62828"), "cloud-only": ("^", "#6a1b9a")}
 
 
+def _short(name: str) -> str:
+    for word in ("GeForce ", "NVIDIA ", "AMD ", " Blackwell", " Server Edition", " Generation",
+                 " SXM", " (GB10)", " (Blackwell GPU)", " 16 GB", " 32 GB"):
+        name = name.replace(word, "")
+    return name
+
+
+def _label_candidates(gpus: list[dict]) -> list[dict]:
+    """The points worth a name, most telling first: each segment's largest and smallest memory,
+    then the largest bandwidth."""
+    out: list[dict] = []
+    for segment in SEGMENT_STYLE:
+        pts = [g for g in gpus if g.get("segment") == segment]
+        if pts:
+            out += [max(pts, key=lambda g: (g["memory_gib"], g["bandwidth_gbs"])),
+                    min(pts, key=lambda g: (g["memory_gib"], g["bandwidth_gbs"]))]
+    out.append(max(gpus, key=lambda g: g["bandwidth_gbs"]))
+    seen: set[str] = set()
+    return [g for g in out if not (g["name"] in seen or seen.add(g["name"]))]
+
+
 @data_renderer("cloud", "catalogue-plot")
 def catalogue_plot() -> str:
     """Every GPU and accelerator of the data file by memory and memory bandwidth: the two numbers
-    that decide what model fits and how fast it decodes."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    that decide what model fits and how fast it decodes. A few points are named where the name
+    fits without touching another; the GPU tables name the rest."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
-    from ..pages import svg
+    from ..pages import figure, svg
     gpus = [g for g in data.gpus() if g.get("memory_gib") and g.get("bandwidth_gbs")]
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    fig, ax = figure(height=3.9)
     for segment, (marker, colour) in SEGMENT_STYLE.items():
         pts = [g for g in gpus if g.get("segment") == segment]
         if pts:
-            ax.scatter([g["memory_gib"] for g in pts], [g["bandwidth_gbs"] for g in pts], marker=marker,
-                       color=colour, s=36, label=segment, zorder=3, edgecolors="white", linewidths=0.6)
-    import math
-
-    from matplotlib.ticker import FuncFormatter, LogLocator
-    labelled: list[tuple[float, float]] = []
-    for g in sorted(gpus, key=lambda g: (-g["bandwidth_gbs"], -g["memory_gib"])):
-        x, y = math.log10(g["memory_gib"]), math.log10(g["bandwidth_gbs"])
-        if any(abs(x - a) < 0.12 and abs(y - b) < 0.06 for a, b in labelled):
-            continue               # a neighbour is labelled already: the table below names it
-        labelled.append((x, y))
-        short = (g["name"].replace("GeForce ", "").replace("NVIDIA ", "").replace(" Blackwell", "")
-                 .replace(" Server Edition", " SE").replace(" Generation", ""))
-        ax.annotate(short, (g["memory_gib"], g["bandwidth_gbs"]), xytext=(4, 3), textcoords="offset points",
-                    fontsize=6.5, color="#333")
+            ax.scatter([g["memory_gib"] for g in pts], [g["bandwidth_gbs"] for g in pts],
+                       marker=marker, color=colour, s=40, label=segment, zorder=3,
+                       edgecolors="white", linewidths=0.6)
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain = FuncFormatter(lambda v, _: f"{v:,.0f}")
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        axis.set_major_locator(LogLocator(base=10, subs=(1, 3)))
         axis.set_major_formatter(plain)
         axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlim(min(g["memory_gib"] for g in gpus) / 1.6, max(g["memory_gib"] for g in gpus) * 1.6)
+    ax.set_ylim(min(g["bandwidth_gbs"] for g in gpus) / 1.6,
+                max(g["bandwidth_gbs"] for g in gpus) * 1.8)
     ax.set_xlabel("memory (GiB)")
-    ax.set_ylabel("memory bandwidth (GB/s)")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8, loc="upper left", frameon=False)
-    ax.set_title(f"Accelerators in gpukit/data/gpus.yaml (data as of {data.gpus_doc()['retrieved']}); "
-                 "a point without a label sits next to a labelled one", fontsize=8.5)
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.grid(True, which="major", alpha=0.25)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01, 1, 0.2), mode="expand", ncol=2,
+              frameon=False, handletextpad=0.2, borderaxespad=0)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    taken = [t.get_window_extent(renderer) for t in ax.get_xticklabels() + ax.get_yticklabels()
+             if t.get_visible() and t.get_text()]
+    marks = ax.transData.transform([(g["memory_gib"], g["bandwidth_gbs"]) for g in gpus])
+    for g in _label_candidates(gpus):
+        right = g["memory_gib"] < 60
+        text = ax.annotate(_short(g["name"]), (g["memory_gib"], g["bandwidth_gbs"]),
+                           xytext=(6 if right else -6, 4), textcoords="offset points",
+                           ha="left" if right else "right", color="#333")
+        box = text.get_window_extent(renderer)
+        hits_mark = any(box.x0 - 3 < x < box.x1 + 3 and box.y0 - 3 < y < box.y1 + 3
+                        for x, y in marks)
+        outside = (box.x0 < inside.x0 or box.x1 > inside.x1 or box.y0 < inside.y0
+                   or box.y1 > inside.y1)
+        if outside or hits_mark or any(box.overlaps(t) for t in taken):
+            text.remove()
+        else:
+            taken.append(box)
     return svg(fig)

@@ -1,7 +1,7 @@
 """The measured number under each glossary entry, drawn from the other chapters' results files.
 
 Each view is ``glossary-<term>`` of the results file that measured the term (``gpu_anatomy``,
-``vector_add``, ``timing``, ``mandelbrot``, ``ladder`` or ``matmul``). It shows the reference
+``vector_add``, ``timing``, ``mandelbrot``, ``ladder``, ``matmul`` or ``tensor_cores``). It shows the reference
 machine only (the glossary, like the chapters' prose, is written around that machine) and returns
 one sentence; a view that also needs another file loads it with :func:`gpukit.results.load`.
 """
@@ -388,13 +388,19 @@ def cublas(data: dict) -> str:
 
 @term("matmul", "roofline")
 def roofline(data: dict) -> str:
+    from ..device import fp32_peak as peak_of
     g = data["gpu"]
-    row = _cublas(g)
-    if not g.get("copy_ceiling_gbs"):
-        raise pages.NotRecorded("copy_ceiling_gbs")
-    ridge = row["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
-    return (f"the two ceilings measured in one run are {row['tflops']:.1f} TFLOP/s (cuBLAS, fp32) and "
-            f"{fmt_num(g['copy_ceiling_gbs'])} GB/s (a device copy); they meet at {ridge:.0f} FLOP per byte.")
+    peak = peak_of(_gpu(data))
+    if peak is None or not g.get("copy_ceiling_gbs"):
+        raise pages.NotRecorded("fp32 peak or copy_ceiling_gbs")
+    ridge = peak["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
+    text = (f"the fp32 roofs are {peak['tflops']:.1f} TFLOP/s (the FP32 peak) and "
+            f"{fmt_num(g['copy_ceiling_gbs'])} GB/s (a device copy measured in the same run); "
+            f"they meet at {ridge:.1f} FLOP per byte")
+    row = next((r for r in g["rows"] if r["name"] == "cublas"), None)
+    if row is not None:
+        text += f". cuBLAS, a measured speed under the roof, reached {row['tflops']:.1f} TFLOP/s"
+    return text + "."
 
 
 @term("matmul", "tensor-core")
@@ -404,6 +410,18 @@ def tensor_core(data: dict) -> str:
         raise pages.NotRecorded("tensor_cores")
     return (f"the same {rows[0]['n']:,} x {rows[0]['n']:,} matrix product: "
             + "; ".join(f"{r['name']} {r['tflops']:,.0f} TFLOP/s" for r in rows) + ".")
+
+
+@term("tensor_cores", "fp8")
+def fp8(data: dict) -> str:
+    rows = {r["precision"]: r for r in data["gpu"].get("roofs") or [] if r.get("tflops")}
+    if "e4m3" not in rows or "bf16" not in rows:
+        raise pages.NotRecorded("roofs")
+    n = data["gpu"]["n"]
+    e4m3, bf16 = rows["e4m3"], rows["bf16"]
+    return (f"a product of two {n:,} x {n:,} matrices ran at {fmt_num(e4m3['tflops'])} TFLOP/s in e4m3 "
+            f"({e4m3['library']}) and {fmt_num(bf16['tflops'])} TFLOP/s in bf16 ({bf16['library']}), "
+            f"{e4m3['tflops'] / bf16['tflops']:.1f} times as fast.")
 
 
 @term("matmul", "fp32-peak")
