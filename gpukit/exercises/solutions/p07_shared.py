@@ -1,4 +1,6 @@
-"""Puzzle 7, shared memory: out[i] = a[i ^ 1], each thread reading only its own element."""
+"""Puzzle 7, shared memory: out[i] = a[i ^ 1],
+each thread reading only its own element.
+"""
 import numba
 from numba import cuda
 

@@ -1,4 +1,6 @@
-"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i], through shared memory with a halo."""
+"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i],
+through shared memory with a halo.
+"""
 import numba
 from numba import cuda
 

@@ -1,4 +1,6 @@
-"""Puzzle 10, block reduction: out[block] = the sum of the block's elements, as a tree."""
+"""Puzzle 10, block reduction: out[block] = the sum of the block's elements,
+as a tree.
+"""
 import numba
 from numba import cuda
 

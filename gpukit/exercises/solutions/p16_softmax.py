@@ -9,7 +9,8 @@ TPB = 8  # threads per block, a power of two: the checker sets it
 
 @cuda.jit
 def softmax_rows(out, a):
-    """An online (max, sum) per thread, a tree over the block, then one pass to write."""
+    """An online (max, sum) per thread, a tree over the block,
+    then one pass to write."""
     sm = cuda.shared.array(TPB, numba.float32)
     ss = cuda.shared.array(TPB, numba.float32)
     r = cuda.blockIdx.x

@@ -1,4 +1,6 @@
-"""Puzzle 17, 2-D stencil: the sum of each element and its four neighbours, via a shared tile."""
+"""Puzzle 17, 2-D stencil: the sum of each element and its four neighbours,
+via a shared tile.
+"""
 import numba
 from numba import cuda
 

@@ -1,4 +1,6 @@
-"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements, without shared memory."""
+"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements,
+without shared memory.
+"""
 import numba
 from numba import cuda
 

@@ -1,4 +1,5 @@
-"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i], through shared memory with a halo.
+"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i],
+through shared memory with a halo.
 
 Write the kernel's body, then check it: gpukit exercises check 8 p08_pooling.py
 """

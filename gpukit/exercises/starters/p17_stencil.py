@@ -1,4 +1,5 @@
-"""Puzzle 17, 2-D stencil: the sum of each element and its four neighbours, via a shared tile.
+"""Puzzle 17, 2-D stencil: the sum of each element and its four neighbours,
+via a shared tile.
 
 Write the kernel's body, then check it: gpukit exercises check 17 p17_stencil.py
 """
