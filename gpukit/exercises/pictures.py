@@ -132,6 +132,7 @@ def svg(num: int) -> str:
     width, height = int(max(right + 10, 260)), int(y + 10)
     return (f'<div class="gpukit-plot" markdown="0">\n<svg xmlns="http://www.w3.org/2000/svg" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-            f'style="max-width: 100%; height: auto; background: white" role="img" '
+            f'style="max-width: min(100%, {width}px); height: auto; '
+            f'background: white" role="img" '
             f'aria-label="data layout of puzzle {num}">\n' + "\n".join(parts)
             + "\n</svg>\n</div>")

@@ -333,8 +333,8 @@ def flow() -> str:
     width, height = 20 + 2 * w + gap, 20 + rows * h + (rows - 1) * vgap
     return ('<div class="gpukit-plot" markdown="0">\n'
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-            f'width="{width}" height="{height}" style="max-width: 100%; height: auto; '
-            'background: white" role="img" aria-label="how a check works">\n'
+            f'width="{width}" height="{height}" style="max-width: min(100%, {width}px); '
+            'height: auto; background: white" role="img" aria-label="how a check works">\n'
             '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="6" refY="3" '
             'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#555"/></marker></defs>\n'
             + "\n".join(parts) + "\n</svg>\n</div>")

@@ -4,7 +4,8 @@ each thread reading only its own element.
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block: the checker sets it
+# threads per block: the checker sets it
+TPB = 8
 
 
 @cuda.jit

@@ -6,8 +6,10 @@ Write the kernel's body, then check it: gpukit exercises check 8 p08_pooling.py
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block: the checker sets it
-SIZE = TPB + 2  # a shared array's shape must be a constant: compute it out here
+# threads per block: the checker sets it
+TPB = 8
+# a shared array's shape must be a constant: compute it out here
+SIZE = TPB + 2
 
 
 @cuda.jit
