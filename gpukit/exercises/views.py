@@ -101,6 +101,8 @@ def scores(slug: str, data: dict) -> str:
 
 #: what the targets ask of the reference solutions
 TARGET_ALL = "all of them"
+_FULL = "References verified again at full size on a GPU"
+_TIMED = "Puzzles with a roof timed against it"
 
 
 @pages.targets("exercises")
@@ -109,22 +111,21 @@ def targets(data: dict) -> list[pages.Target]:
     sim = data["sim"]
     n = len(sim["rows"])
     at_min = sum(1 for r in sim["rows"] if r["ok"] and r["score"] == r["minimum"])
-    out = [pages.Target("Exercises: reference solutions passing the simulator's checker at "
-                        "their puzzle's minimum score", f"{TARGET_ALL} ({n})", f"{at_min} of {n}",
+    out = [pages.Target("Reference solutions passing the simulator's checker at their "
+                        "puzzle's minimum score", f"{TARGET_ALL} ({n})", f"{at_min} of {n}",
                         at_min == n)]
     g = data.get("gpu")
     if g is None:
         return out + [pages.Target(name, TARGET_ALL, "not recorded", None)
-                      for name in ("Exercises: references verified again at full size on a GPU",
-                                   "Exercises: puzzles with a roof timed against it")]
+                      for name in (_FULL, _TIMED)]
     full = sum(1 for r in g["rows"] if r["ok"])
     timed = sum(1 for r in g["rows"] if r["ok"] and r.get("percent_of_roof") is not None)
     roofed = sum(1 for p in _puzzles() if p.roof is not None)
     return out + [
-        pages.Target("Exercises: references verified again at full size on a GPU (outputs start "
-                     "as NaN, checked against NumPy in float64)", f"{TARGET_ALL} ({n})",
+        pages.Target(_FULL + " (outputs start as NaN, checked against NumPy in float64)",
+                     f"{TARGET_ALL} ({n})",
                      f"{full} of {n}", full == n),
-        pages.Target("Exercises: puzzles with a roof timed against it in the same run",
+        pages.Target(_TIMED + " in the same run",
                      f"{TARGET_ALL} ({roofed})", f"{timed} of {roofed}", timed == roofed)]
 
 
