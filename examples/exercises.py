@@ -1,8 +1,8 @@
 """Exercises: check a puzzle's reference solution the way `gpukit exercises check` does.
 
-Runs anywhere: the checker runs the kernel on numba's CUDA simulator in a fresh process, with
-fresh random inputs, every memory access counted; on a GPU the kernel then runs at full size,
-verified and timed against its roof. Usage:
+Runs anywhere: the checker runs the kernel on numba's CUDA simulator in a fresh
+process, with fresh random inputs, every memory access counted; on a GPU the kernel
+then runs at full size, verified and timed against its roof. Usage:
 
     python examples/exercises.py [--puzzle N] [--json PATH]
 
@@ -22,24 +22,27 @@ from gpukit.exercises import find, new_seed, run_check, run_full_size, solution
 # --8<-- [start:check]
 def check(number) -> tuple[bool, dict, dict | None]:
     puzzle = find(number)
-    seed = new_seed()                              # fresh random inputs, printed to repeat them
-    result = run_check(puzzle.num, str(solution(puzzle)), seed)
+    path = str(solution(puzzle))
+    # fresh random inputs; the seed is printed so that a check can be repeated
+    seed = new_seed()
+    result = run_check(puzzle.num, path, seed)
     print(f"puzzle {puzzle.num} ({puzzle.title}), seed {seed}: {result['message']}")
-    for trial in result["trials"]:
-        print(f"  sizes {trial['sizes']}: score {trial['score']}, minimum {trial['minimum']}")
+    for t in result["trials"]:
+        print(f"  sizes {t['sizes']}: score {t['score']}, minimum {t['minimum']}")
     ok = result["ok"] and result["at_minimum"]
     full = None
-    if device.has_gpu():                           # full size: verified, timed, against its roof
-        full = run_full_size([[puzzle.num, str(solution(puzzle)), seed]])
+    if device.has_gpu():
+        # full size: verified again, timed, and compared with its roof
+        full = run_full_size([[puzzle.num, path, seed]])
         row = full["rows"][0]
         ok = ok and row["ok"]
-        if row["ok"]:
-            pct = row.get("percent_of_roof")
-            print(f"full size {row['sizes']}: first call {row['first_call_s']:.3f} s (compiles), then "
-                  f"{row['median_s'] * 1e3:.3f} ms a call"
-                  + (f", {pct:.1f} % of its roof" if pct is not None else " (one block: no roof)"))
-        else:
+        if not row["ok"]:
             print(f"full size: {row['message']}")
+        else:
+            pct = row.get("percent_of_roof")
+            roof = "no roof (one block)" if pct is None else f"{pct:.1f} % of its roof"
+            print(f"full size {row['sizes']}: first call {row['first_call_s']:.3f} s "
+                  f"(compiles), then {row['median_s'] * 1e3:.3f} ms a call, {roof}")
     return ok, result, full
 # --8<-- [end:check]
 

@@ -502,16 +502,27 @@ def test_views_render_rates_roofs_and_targets_from_the_record():
     table = views.scores("t", data)
     assert "no roof (one block) †" in table and "20.0 % of copy" in table
     assert "20 of 20 reference solutions pass" in table
-    assert views.targets("t", data).count("**met**") == 3
-    far = views.far("t", data)                            # every copy puzzle is below 25 % here
-    assert "**13. Histogram**" in far and "**15. Tiled matmul**" in far and "not measured" in far
+    marks = views.targets(data)
+    assert [t.met for t in marks] == [True, True, True]
+    assert [t.value for t in marks] == ["20 of 20", "20 of 20", "15 of 15"]
+    # every copy puzzle is below 25 % here: each is listed with what it does, its
+    # unmeasured causes only among the open questions
+    far, questions = views.far("t", data), views.questions("t", data)
+    assert "13. Histogram](#13-histogram)**" in far and "15. Tiled matmul](#15-tiled-matmul)**" in far
+    assert "measured" not in far and "?" not in far
+    assert "**13. Histogram**" in questions and "**15. Tiled matmul**" in questions
+    assert questions.count("- **") == len(far.splitlines()) - 2 + 3
     assert "<svg" in views.plot("t", data) and "Left out: puzzles 1 to 5" in views.plot("t", data)
+    for view in ("table", "gpu", "plot", "far", "questions", "launch"):
+        assert "met**" not in pages.RENDERERS[("exercises", view)]("t", data)
 
 
 def test_views_say_missed_and_failed_when_a_reference_fails():
     from gpukit.exercises import card, views
     data = _record(_gpu_rows(fail=13))
-    assert "**missed**" in views.targets("t", data) and "19 of 20" in views.targets("t", data)
+    marks = views.targets(data)
+    assert [t.met for t in marks] == [True, False, False]
+    assert [t.value for t in marks] == ["20 of 20", "19 of 20", "14 of 15"]
     assert "failed" in views.speed("t", data) and "**13." not in views.far("t", data)
     assert "puzzle 13 failed" in card.card(data)
 
@@ -520,6 +531,8 @@ def test_views_without_a_gpu_show_the_simulator_only():
     from gpukit.exercises import views
     data = _record()
     assert "passes, 10.00 ms" in views.scores("t", data) and "No GPU on this machine" in views.scores("t", data)
-    for view in (views.speed, views.targets, views.far, views.plot):
+    for view in (views.speed, views.far, views.questions, views.plot):
         with pytest.raises(pages.NotRecorded):
             view("t", data)
+    marks = views.targets(data)
+    assert marks[0].met is True and [t.met for t in marks[1:]] == [None, None]

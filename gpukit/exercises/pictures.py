@@ -1,29 +1,51 @@
-"""Small SVG pictures of each puzzle's data: the arrays, the blocks, what one thread touches."""
+"""Small SVG pictures of each puzzle's data: the arrays, the blocks, what one thread touches.
+
+The panels are packed left to right into rows at most :data:`WIDTH` wide, and the type is
+:data:`FONT` px: a phone about 390 px wide shows the picture at most ~340 px wide, so its
+text stays at 11 CSS px or more.
+"""
 
 from __future__ import annotations
 
-CELL, GAP = 22, 34
+#: the picture's widest viewBox, px
+WIDTH = 440
+#: the type size, px of the viewBox
+FONT = 16
+#: a cell's side (smaller for a row too long to fit :data:`WIDTH`), the gap between panels
+CELL, GAP = 22, 28
+#: the height a panel's label takes above its cells
+LABEL_H = 24
 COLOURS = {"read": "#90caf9", "write": "#ffb74d", "shared": "#a5d6a7", None: "#ffffff"}
+LEGEND = {"read": "read by the thread shown", "write": "written by it",
+          "shared": "shared memory it uses"}
 
 
-def _panel(x0, y0, label, shape, marks, block=None) -> tuple[str, int, int]:
+def _text(x, y, text) -> str:
+    return (f'<text x="{x}" y="{y}" font-size="{FONT}" '
+            f'font-family="sans-serif">{text}</text>')
+
+
+def _panel(x0, y0, label, shape, marks, block=None, cell=CELL) -> str:
+    """One array's cells with its label above, its top-left corner at (x0, y0 + LABEL_H)."""
     rows, cols = shape
-    out = [f'<text x="{x0}" y="{y0 - 6}" font-size="13" font-family="sans-serif">{label}</text>']
+    y0 += LABEL_H
+    out = [_text(x0, y0 - 7, label)]
     for r in range(rows):
         for c in range(cols):
             fill = COLOURS[marks.get((r, c))]
-            out.append(f'<rect x="{x0 + c * CELL}" y="{y0 + r * CELL}" width="{CELL}" height="{CELL}" '
-                       f'fill="{fill}" stroke="#555" stroke-width="1"/>')
+            out.append(f'<rect x="{x0 + c * cell}" y="{y0 + r * cell}" width="{cell}" '
+                       f'height="{cell}" fill="{fill}" stroke="#555" stroke-width="1"/>')
     if block:
         bc, br = block
         for c in range(0, cols + 1, bc):
-            out.append(f'<line x1="{x0 + c * CELL}" y1="{y0 - 2}" x2="{x0 + c * CELL}" '
-                       f'y2="{y0 + rows * CELL + 2}" stroke="#c62828" stroke-width="3"/>')
+            out.append(f'<line x1="{x0 + c * cell}" y1="{y0 - 2}" x2="{x0 + c * cell}" '
+                       f'y2="{y0 + rows * cell + 2}" stroke="#c62828" stroke-width="3"/>')
         for r in range(0, rows + 1, br):
             if rows > 1:
-                out.append(f'<line x1="{x0 - 2}" y1="{y0 + r * CELL}" x2="{x0 + cols * CELL + 2}" '
-                           f'y2="{y0 + r * CELL}" stroke="#c62828" stroke-width="3"/>')
-    return "\n".join(out), cols * CELL, rows * CELL
+                out.append(f'<line x1="{x0 - 2}" y1="{y0 + r * cell}" '
+                           f'x2="{x0 + cols * cell + 2}" y2="{y0 + r * cell}" '
+                           f'stroke="#c62828" stroke-width="3"/>')
+    return "\n".join(out)
 
 
 def _row(cells, kind):
@@ -81,25 +103,36 @@ def layout(num: int) -> list[tuple]:
 
 
 def svg(num: int) -> str:
-    """The picture of puzzle ``num`` as an inline SVG block."""
-    parts, x, height = [], 10, 0
-    for label, shape, marks, block in layout(num):
-        body, w, h = _panel(x, 24, label, shape, marks, block)
-        parts.append(body)
+    """The picture of puzzle ``num`` as an inline SVG block, at most :data:`WIDTH` wide."""
+    panels = layout(num)
+    parts, x, y, row_h, right = [], 10, 0, 0, 0
+    used, blocks = set(), False
+    for label, shape, marks, block in panels:
+        rows, cols = shape
+        cell = min(CELL, (WIDTH - 20) // cols)
+        w = max(cols * cell, int(len(label) * FONT * 0.6))
+        if x > 10 and x + w > WIDTH - 10:
+            x, y, row_h = 10, y + row_h + 14, 0
+        parts.append(_panel(x, y, label, shape, marks, block, cell))
+        right = max(right, x + cols * cell)
+        row_h = max(row_h, LABEL_H + rows * cell)
         x += w + GAP
-        height = max(height, h)
-    width = x - GAP + 10
-    legend_y = height + 48
-    legend = []
-    for i, (kind, text) in enumerate((("read", "read by the thread shown"), ("write", "written by it"),
-                                      ("shared", "shared memory it uses"))):
-        lx = 10 + i * 190
-        legend.append(f'<rect x="{lx}" y="{legend_y - 12}" width="14" height="14" fill="{COLOURS[kind]}" stroke="#555"/>'
-                      f'<text x="{lx + 20}" y="{legend_y}" font-size="12" font-family="sans-serif">{text}</text>')
-    legend.append(f'<line x1="{580}" y1="{legend_y - 5}" x2="{600}" y2="{legend_y - 5}" stroke="#c62828" stroke-width="3"/>'
-                  f'<text x="606" y="{legend_y}" font-size="12" font-family="sans-serif">block edges</text>')
-    width = max(width, 700)
+        used |= set(marks.values())
+        blocks = blocks or block is not None
+    y += row_h + 16
+    for kind in ("read", "write", "shared"):
+        if kind in used:
+            y += 24
+            parts.append(f'<rect x="10" y="{y - 14}" width="16" height="16" '
+                         f'fill="{COLOURS[kind]}" stroke="#555"/>' + _text(34, y, LEGEND[kind]))
+    if blocks:
+        y += 24
+        parts.append(f'<line x1="10" y1="{y - 6}" x2="26" y2="{y - 6}" stroke="#c62828" '
+                     f'stroke-width="3"/>' + _text(34, y, "block edges"))
+    width, height = int(max(right + 10, 260)), int(y + 10)
     return (f'<div class="gpukit-plot" markdown="0">\n<svg xmlns="http://www.w3.org/2000/svg" '
-            f'viewBox="0 0 {width} {legend_y + 10}" width="{width}" height="{legend_y + 10}" '
-            f'style="max-width: 100%; height: auto; background: white" role="img" '
-            f'aria-label="data layout of puzzle {num}">\n' + "\n".join(parts + legend) + "\n</svg>\n</div>")
+            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+            f'style="max-width: min(100%, {width}px); height: auto; '
+            f'background: white" role="img" '
+            f'aria-label="data layout of puzzle {num}">\n' + "\n".join(parts)
+            + "\n</svg>\n</div>")

@@ -1,8 +1,11 @@
-"""Puzzle 7, shared memory: out[i] = a[i ^ 1], each thread reading only its own element."""
+"""Puzzle 7, shared memory: out[i] = a[i ^ 1],
+each thread reading only its own element.
+"""
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block: the checker sets it
+# threads per block: the checker sets it
+TPB = 8
 
 
 @cuda.jit

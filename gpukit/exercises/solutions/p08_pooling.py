@@ -1,9 +1,13 @@
-"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i], through shared memory with a halo."""
+"""Puzzle 8, pooling: out[i] = a[i - 2] + a[i - 1] + a[i],
+through shared memory with a halo.
+"""
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block: the checker sets it
-SIZE = TPB + 2  # a shared array's shape must be a constant: compute it out here
+# threads per block: the checker sets it
+TPB = 8
+# a shared array's shape must be a constant: compute it out here
+SIZE = TPB + 2
 
 
 @cuda.jit

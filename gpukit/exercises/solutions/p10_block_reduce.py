@@ -1,8 +1,11 @@
-"""Puzzle 10, block reduction: out[block] = the sum of the block's elements, as a tree."""
+"""Puzzle 10, block reduction: out[block] = the sum of the block's elements,
+as a tree.
+"""
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block, a power of two: the checker sets it
+# threads per block, a power of two: the checker sets it
+TPB = 8
 
 
 @cuda.jit

@@ -2,7 +2,8 @@
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block, a power of two: the checker sets it
+# threads per block, a power of two: the checker sets it
+TPB = 8
 
 
 @cuda.jit

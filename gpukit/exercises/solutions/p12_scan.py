@@ -2,7 +2,8 @@
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block, a power of two: the checker sets it
+# threads per block, a power of two: the checker sets it
+TPB = 8
 
 
 @cuda.jit
@@ -20,10 +21,12 @@ def block_scan(out, a):
     while d < TPB:
         if l >= d:
             v += s[l - d]
-        cuda.syncthreads()       # everyone has read before anyone overwrites
+        # everyone has read before anyone overwrites
+        cuda.syncthreads()
         if l >= d:
             s[l] = v
-        cuda.syncthreads()       # everyone has written before the next read
+        # everyone has written before the next read
+        cuda.syncthreads()
         d *= 2
     if i < a.shape[0]:
         out[i] = v

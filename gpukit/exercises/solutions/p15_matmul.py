@@ -2,7 +2,8 @@
 import numba
 from numba import cuda
 
-TILE = 4  # the tile's side: the checker sets it
+# the tile's side: the checker sets it
+TILE = 4
 
 
 @cuda.jit

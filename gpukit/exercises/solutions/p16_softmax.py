@@ -4,12 +4,14 @@ import math
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block, a power of two: the checker sets it
+# threads per block, a power of two: the checker sets it
+TPB = 8
 
 
 @cuda.jit
 def softmax_rows(out, a):
-    """An online (max, sum) per thread, a tree over the block, then one pass to write."""
+    """An online (max, sum) per thread, a tree over the block,
+    then one pass to write."""
     sm = cuda.shared.array(TPB, numba.float32)
     ss = cuda.shared.array(TPB, numba.float32)
     r = cuda.blockIdx.x

@@ -1,4 +1,6 @@
-"""Puzzle 18, coalescing: out[r, c] = a[r, c] + bias[c], neighbouring threads on neighbouring columns."""
+"""Puzzle 18, coalescing: out[r, c] = a[r, c] + bias[c],
+neighbouring threads on neighbouring columns.
+"""
 from numba import cuda
 
 

@@ -1,4 +1,6 @@
-"""Puzzle 19, occupancy: a grid-stride saxpy and a launch that fills every multiprocessor."""
+"""Puzzle 19, occupancy: a grid-stride saxpy and a launch that fills
+every multiprocessor.
+"""
 from numba import cuda
 
 
@@ -10,7 +12,8 @@ def saxpy(out, x, y, alpha):
 
 
 def launch(n, sms, max_threads_per_sm, max_threads_per_block):
-    """(blocks, threads): enough resident threads to fill every SM, no block without work."""
+    """(blocks, threads): enough resident threads to fill every SM,
+    no block without work."""
     threads = min(256, max_threads_per_block)
     blocks = min((n + threads - 1) // threads, sms * (max_threads_per_sm // threads))
     return blocks, threads

@@ -1,4 +1,6 @@
-"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements, without shared memory."""
+"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements,
+without shared memory.
+"""
 import numba
 from numba import cuda
 
@@ -11,7 +13,8 @@ def warp_sum(out, a):
     if i < a.shape[0]:
         v = a[i]
     k = 16
-    while k > 0:                      # every lane shuffles, even past the end of a
+    # every lane shuffles, even past the end of a
+    while k > 0:
         v += cuda.shfl_down_sync(0xFFFFFFFF, v, k)
         k //= 2
     if cuda.threadIdx.x % 32 == 0 and i < a.shape[0]:

@@ -5,7 +5,8 @@ Write the kernel's body, then check it: gpukit exercises check 12 p12_scan.py
 import numba
 from numba import cuda
 
-TPB = 8  # threads per block, a power of two: the checker sets it
+# threads per block, a power of two: the checker sets it
+TPB = 8
 
 
 @cuda.jit

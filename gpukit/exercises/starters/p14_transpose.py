@@ -5,8 +5,10 @@ Write the kernel's body, then check it: gpukit exercises check 14 p14_transpose.
 import numba
 from numba import cuda
 
-TILE = 4  # the tile's side: the checker sets it
-PADDED = TILE + 1  # one column more: no bank conflicts
+# the tile's side: the checker sets it
+TILE = 4
+# one column more: no bank conflicts
+PADDED = TILE + 1
 
 
 @cuda.jit

@@ -5,7 +5,8 @@ Write the kernel's body, then check it: gpukit exercises check 15 p15_matmul.py
 import numba
 from numba import cuda
 
-TILE = 4  # the tile's side: the checker sets it
+# the tile's side: the checker sets it
+TILE = 4
 
 
 @cuda.jit

@@ -1,4 +1,5 @@
-"""Puzzle 19, occupancy: a grid-stride saxpy and a launch that fills every multiprocessor.
+"""Puzzle 19, occupancy: a grid-stride saxpy and a launch that fills
+every multiprocessor.
 
 Write the kernel's body, then check it: gpukit exercises check 19 p19_occupancy.py
 """
@@ -13,6 +14,7 @@ def saxpy(out, x, y, alpha):
 
 
 def launch(n, sms, max_threads_per_sm, max_threads_per_block):
-    """(blocks, threads): enough resident threads to fill every SM, no block without work."""
+    """(blocks, threads): enough resident threads to fill every SM,
+    no block without work."""
     # your code here: return (blocks, threads)
     return 1, 32

@@ -1,4 +1,5 @@
-"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements, without shared memory.
+"""Puzzle 20, warp shuffles: out[w] = the sum of warp w's 32 elements,
+without shared memory.
 
 Write the kernel's body, then check it: gpukit exercises check 20 p20_warp_reduce.py
 """
