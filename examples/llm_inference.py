@@ -127,4 +127,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(None if "ipykernel" not in sys.modules else []))

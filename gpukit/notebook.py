@@ -154,6 +154,33 @@ def stale(notebook: dict, script: Path) -> str | None:
     return None
 
 
+def refresh_code(notebook: dict, script: Path) -> list[int]:
+    """Show ``script``'s current code in a stored notebook whose code cells differ from it only
+    in comments and layout (the same program: equal syntax trees), keeping the run's outputs,
+    and note it in the notebook's metadata. Returns the numbers of the cells refreshed. Raises
+    ValueError when a cell's program changed: its outputs would belong to other code, so the
+    example must be run again."""
+    import ast
+    current = [c["source"] for c in parse(script.read_text(encoding="utf-8")) if c["kind"] == "code"]
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    if len(current) != len(cells):
+        raise ValueError(f"{script.name}: {len(cells)} code cells stored, the script now has {len(current)}")
+    done = []
+    for i, (cell, new) in enumerate(zip(cells, current), 1):
+        old = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        if old == new:
+            continue
+        if ast.dump(ast.parse(old)) != ast.dump(ast.parse(new)):
+            raise ValueError(f"{script.name}: code cell {i} is another program now; run the example again")
+        cell["source"] = new
+        done.append(i)
+    if done:
+        meta = notebook["metadata"].setdefault("gpukit", {})
+        meta["code_refreshed"] = {"cells": done, "source_sha256": source_digest(script.read_text(encoding="utf-8")),
+                                  "why": "comments and layout only: the same program as the run"}
+    return done
+
+
 def notebooks_dir(slug: str | None = None) -> Path:
     from .results import results_dir
     return results_dir() / (slug or device.gpu_slug()) / "notebooks"

@@ -170,7 +170,7 @@ def fmt_ratio(value: float | None, digits: int = 1) -> str:
 FIGURE_WIDTH_IN = 5.0
 MIN_FONT_PT = 11.5
 #: check plots not made by :func:`figure` too (True once every view draws through it)
-CHECK_EVERY_FIGURE = False
+CHECK_EVERY_FIGURE = True
 
 
 class FigureError(ValueError):

@@ -156,3 +156,19 @@ def test_results_command_runs_examples_first_and_budgets_training(monkeypatch, t
     summary = capsys.readouterr().out.split("| step")[1]
     assert "example vector_add | FAILED" in summary and "bench cats-vs-dogs | ok" in summary
     assert not list(tmp_path.rglob("results_run.json"))   # a partial run records no run time
+
+
+def test_a_stored_run_shows_new_code_only_when_it_is_the_same_program(tmp_path):
+    """Comments and layout may be refreshed in a stored run (its outputs still belong to that
+    program); any change of the program itself is refused: the example must run again."""
+    script = tmp_path / "demo.py"
+    script.write_text("# %%\nx = 1   # one\nprint(x)\n", encoding="utf-8")
+    nb = {"cells": [{"cell_type": "code", "source": "x = 1   # one\nprint(x)", "outputs": []}],
+          "metadata": {"gpukit": {}}}
+    script.write_text("# %%\n# one, on its own line\nx = 1\nprint(x)\n", encoding="utf-8")
+    assert notebook.refresh_code(nb, script) == [1]
+    assert notebook.stale(nb, script) is None and nb["metadata"]["gpukit"]["code_refreshed"]["cells"] == [1]
+    script.write_text("# %%\nx = 2\nprint(x)\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="another program"):
+        notebook.refresh_code(nb, script)
+    assert "x = 1" in nb["cells"][0]["source"]                     # left as the run showed it
