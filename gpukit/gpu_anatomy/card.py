@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpukit import pages
 
-from .measure import NAME
+from .meta import NAME
 
 LEARN = [
     "read a GPU's device query next to its host CPU's: multiprocessors, warps, caches",

@@ -10,7 +10,7 @@ and L2-flushed SAXPY of ``timing.json``. A level nothing measured says "not meas
 from __future__ import annotations
 
 from .. import pages, results
-from .measure import NAME
+from .meta import NAME
 
 NOT_MEASURED = "not measured"
 

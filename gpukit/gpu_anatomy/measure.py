@@ -30,12 +30,12 @@ from numba import cuda
 from gpukit import proc
 
 from .host import host_experiments, host_facts
+from .meta import NAME
 from .kernels import (BLOCK_SIZES, BLOCKS_PER_SM, CUDA_SOURCE, DIVERGENCE_MODES, PATHS, READ_KERNELS,
                       STRIDES, chase, empty_kernel, fill_random, occupancy, paths_kernel,
                       paths_reference, random_cycle, read_sum, read_sum_dependent, read_sum_ilp4,
                       step_kernel, strided_copy, walk, window_elements)
 
-NAME = "gpu_anatomy"
 #: Elements of the array each kernel is checked on by :func:`selfcheck`.
 SELFCHECK_N = 1000
 

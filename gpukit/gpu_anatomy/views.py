@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from .. import device, pages
-from .kernels import BLOCK_SIZES, DIVERGENCE_MODES, PATHS, READ_VARIANTS, littles_law
-from .measure import NAME
+from .meta import BLOCK_SIZES, DIVERGENCE_MODES, PATHS, READ_VARIANTS, littles_law
+from .meta import NAME
 from . import diagrams  # noqa: F401  (registers the "hierarchy" view)
 
 
