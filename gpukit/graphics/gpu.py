@@ -24,7 +24,8 @@ _shade_bvh, _nearest_bvh, _, _ = build(cuda.jit(device=True), bvh=True)
 
 # --8<-- [start:kernel]
 @cuda.jit
-def render_kernel(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
+def render_kernel(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes,
+                  max_depth):
     px, py = cuda.grid(2)                            # one thread per pixel
     height, width = out.shape[0], out.shape[1]
     if px < width and py < height:
@@ -83,17 +84,21 @@ def render_kernel_bvh(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab
 
 # --8<-- [start:sorted]
 @cuda.jit
-def first_hit_kernel(mats, counts, seed, cam, sx, sy, sz, sr, mat, nodes, width, height):
-    i = cuda.grid(1)                                 # pass 1: what each pixel's camera ray hits
+def first_hit_kernel(mats, counts, seed, cam, sx, sy, sz, sr, mat, nodes,
+                     width, height):
+    # pass 1: what each pixel's camera ray hits
+    i = cuda.grid(1)
     if i < width * height:
-        m = _first_material(i % width, i // width, seed, width, height, cam, sx, sy, sz, sr, mat, nodes)
+        m = _first_material(i % width, i // width, seed, width, height, cam,
+                            sx, sy, sz, sr, mat, nodes)
         mats[i] = m
         cuda.atomic.add(counts, m, 1)
 
 
 @cuda.jit
 def bucket_kernel(order, cursor, mats, counts):
-    i = cuda.grid(1)                                 # pass 2: pixels grouped by that material
+    # pass 2: pixels grouped by that material
+    i = cuda.grid(1)
     if i < mats.shape[0]:
         m = mats[i]
         start = 0
@@ -103,8 +108,10 @@ def bucket_kernel(order, cursor, mats, counts):
 
 
 @cuda.jit
-def render_kernel_sorted(out, segs, order, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
-    t = cuda.grid(1)                                 # pass 3: neighbouring threads, same material
+def render_kernel_sorted(out, segs, order, spp, seed, cam,
+                         sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
+    # pass 3: neighbouring threads, same material
+    t = cuda.grid(1)
     if t < order.shape[0]:
         height, width = out.shape[0], out.shape[1]
         i = order[t]

@@ -32,8 +32,9 @@ def tonemap(linear: np.ndarray) -> np.ndarray:
 
 
 # --8<-- [start:render]
-def render(scene, width: int, height: int, *, spp: int = 16, max_depth: int = 8, seed: int = 0,
-           backend: str = "numba-cpu", linear: bool = False, stats: dict | None = None) -> np.ndarray:
+def render(scene, width: int, height: int, *, spp: int = 16, max_depth: int = 8,
+           seed: int = 0, backend: str = "numba-cpu", linear: bool = False,
+           stats: dict | None = None) -> np.ndarray:
     """Path-trace ``scene``: a float32 (height, width, 3) image in [0, 1] after gamma.
 
     ``linear=True`` returns the mean radiance per pixel before gamma and clipping.
@@ -52,11 +53,13 @@ def render(scene, width: int, height: int, *, spp: int = 16, max_depth: int = 8,
     else:
         from . import trace
         from .scene import camera
-        out = np.full((height, width, 3), np.nan, dtype=np.float32)   # unwritten pixels show
+        # NaN, so that unwritten pixels show
+        out = np.full((height, width, 3), np.nan, dtype=np.float32)
         segs = np.zeros((height, width), dtype=np.int64)
         fn = {"numba-cpu": trace.render_cpu, "numba-cpu-1core": trace.render_cpu_1core,
               "numba-cpu-bvh": trace.render_cpu_bvh}[backend]
-        fn(out, segs, spp, seed, camera(scene, width, height), *scene.arrays(), max_depth)
+        cam = camera(scene, width, height)
+        fn(out, segs, spp, seed, cam, *scene.arrays(), max_depth)
     if stats is not None:
         stats["segments"] = int(segs.sum())
     return out if linear else tonemap(out)

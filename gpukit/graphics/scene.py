@@ -64,17 +64,21 @@ def _scene(spheres: list) -> Scene:
 def final_scene(seed: int = 0) -> Scene:
     """The book's final scene: ground, up to 484 small spheres, three large ones."""
     rng = np.random.default_rng(seed)
-    spheres = [((0.0, -1000.0, 0.0), 1000.0, DIFFUSE, (0.5, 0.5, 0.5), 0.0)]     # the ground
+    # the ground
+    spheres = [((0.0, -1000.0, 0.0), 1000.0, DIFFUSE, (0.5, 0.5, 0.5), 0.0)]
     for a in range(-11, 11):
         for b in range(-11, 11):
             choose = rng.random()
             center = (a + 0.9 * rng.random(), 0.2, b + 0.9 * rng.random())
-            if math.dist(center, (4.0, 0.2, 0.0)) <= 0.9:     # keep clear of the metal sphere
+            # keep clear of the metal sphere
+            if math.dist(center, (4.0, 0.2, 0.0)) <= 0.9:
                 continue
             if choose < 0.8:                                   # 80 % diffuse
-                spheres.append((center, 0.2, DIFFUSE, tuple(rng.random(3) * rng.random(3)), 0.0))
+                albedo = tuple(rng.random(3) * rng.random(3))
+                spheres.append((center, 0.2, DIFFUSE, albedo, 0.0))
             elif choose < 0.95:                                # 15 % metal
-                spheres.append((center, 0.2, METAL, tuple(rng.uniform(0.5, 1.0, 3)), rng.uniform(0, 0.5)))
+                albedo = tuple(rng.uniform(0.5, 1.0, 3))
+                spheres.append((center, 0.2, METAL, albedo, rng.uniform(0, 0.5)))
             else:                                              # 5 % glass
                 spheres.append((center, 0.2, GLASS, (1.0, 1.0, 1.0), 1.5))
     spheres += [((0.0, 1.0, 0.0), 1.0, GLASS, (1.0, 1.0, 1.0), 1.5),

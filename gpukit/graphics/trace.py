@@ -68,21 +68,24 @@ def build(jit, leak: bool = False, bvh: bool = False):
     # --8<-- [start:nearest]
     @jit
     def nearest(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
-        """The closest sphere hit by the ray o + t d (d of length 1), brute force over all
-        (``nodes``, the BVH, is not used); ``last``: the sphere o lies on, or -1."""
+        """The closest sphere hit by the ray o + t d (d of length 1), brute force over
+        all (``nodes``, the BVH, is not used); ``last``: the sphere o lies on, or -1."""
         best, hit = INF, -1
         for i in range(i32(sx.shape[0])):
             cx, cy, cz = sx[i] - ox, sy[i] - oy, sz[i] - oz
-            b = cx * dx + cy * dy + cz * dz          # 17 FLOPs a test: 3 subtractions,
-            c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]   # 2 dot products (5 each), r*r
-            disc = b * b - c                         # and its subtraction, the discriminant (2)
+            # 17 FLOPs a test: 3 subtractions, 2 dot products (5 each), r*r and its
+            # subtraction, the discriminant (2)
+            b = cx * dx + cy * dy + cz * dz
+            c = cx * cx + cy * cy + cz * cz - sr[i] * sr[i]
+            disc = b * b - c
             if i == last:                            # o is on it: c is 0 exactly
                 disc = b * b
             if disc > ZERO:
                 root = math.sqrt(disc)
                 t = b - root
                 if t < TMIN:
-                    t = b + root                     # inside the sphere (glass): the far side
+                    # inside the sphere (glass): the far side
+                    t = b + root
                 if t > TMIN and t < best:
                     best, hit = t, i
         return best, hit
@@ -91,8 +94,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
     # --8<-- [start:leak]
     @jit
     def nearest_leaky(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
-        """The same test as the textbook writes it: a t^2 + b t + c = 0. Two Python float
-        literals (4.0 and 2.0) make disc, t and best float64, without a warning."""
+        """The same test as the textbook writes it: a t^2 + b t + c = 0. Two Python
+        float literals (4.0 and 2.0) make disc, t and best float64, with no warning."""
         best, hit = INF, -1
         for i in range(i32(sx.shape[0])):
             cx, cy, cz = ox - sx[i], oy - sy[i], oz - sz[i]
@@ -114,10 +117,12 @@ def build(jit, leak: bool = False, bvh: bool = False):
     # --8<-- [start:bvh]
     @jit
     def nearest_bvh(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last):
-        """The same answer as ``nearest``, visiting only the boxes the ray enters. Nodes are in
-        depth-first order; a node's column 8 is where to go next when the ray misses its box
-        or after its spheres are tested (a "skip" pointer), so the walk needs no stack."""
-        ix = ONE / dx if dx != ZERO else BIG             # inverse direction for the slab test
+        """The same answer as ``nearest``, visiting only the boxes the ray enters.
+        Nodes are in depth-first order; a node's column 8 is where to go next when the
+        ray misses its box or after its spheres are tested (a "skip" pointer), so the
+        walk needs no stack."""
+        # inverse direction for the slab test
+        ix = ONE / dx if dx != ZERO else BIG
         iy = ONE / dy if dy != ZERO else BIG
         iz = ONE / dz if dz != ZERO else BIG
         best, hit = INF, -1
@@ -129,7 +134,8 @@ def build(jit, leak: bool = False, bvh: bool = False):
             near = max(max(min(ax, bx), min(ay, by)), max(min(az, bz), TMIN))
             far = min(min(max(ax, bx), max(ay, by)), min(max(az, bz), best))
             count = i32(nodes[node, 7])
-            if near <= far and count > 0:                # a leaf the ray enters: test its spheres
+            # a leaf the ray enters: test its spheres
+            if near <= far and count > 0:
                 first = i32(nodes[node, 6])
                 for i in range(first, first + count):
                     cx, cy, cz = sx[i] - ox, sy[i] - oy, sz[i] - oz
@@ -146,9 +152,11 @@ def build(jit, leak: bool = False, bvh: bool = False):
                         if t > TMIN and t < best:
                             best, hit = t, i
                 node = i32(nodes[node, 8])
-            elif near <= far:                            # an inner box the ray enters: go down
+            elif near <= far:
+                # an inner box the ray enters: go down
                 node += 1
-            else:                                        # missed the box: skip its subtree
+            else:
+                # missed the box: skip its subtree
                 node = i32(nodes[node, 8])
         return best, hit
     # --8<-- [end:bvh]
@@ -186,40 +194,50 @@ def build(jit, leak: bool = False, bvh: bool = False):
 
     # --8<-- [start:path]
     @jit
-    def trace_path(px, py, s, seed, width, height, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
-        """One sample of one pixel: follow a path of up to max_depth segments. Returns the
-        radiance it carries back (r, g, b) and the number of segments traced."""
+    def trace_path(px, py, s, seed, width, height, cam,
+                   sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
+        """One sample of one pixel: follow a path of up to max_depth segments.
+        Returns the radiance it carries back (r, g, b) and the segments traced."""
         ox, oy, oz, dx, dy, dz, state = camera_ray(px, py, s, seed, width, height, cam)
-        tr, tg, tb = ONE, ONE, ONE                       # what the path still lets through
+        # what the path still lets through
+        tr, tg, tb = ONE, ONE, ONE
         segments = 0
         last = -1                                        # the sphere the ray starts on
-        for _ in range(max_depth):                       # bounces as a loop, no recursion
+        # bounces as a loop, no recursion
+        for _ in range(max_depth):
             t, i = hit_test(ox, oy, oz, dx, dy, dz, sx, sy, sz, sr, nodes, last)
             segments += 1
             last = i
-            if i < 0:                                    # the sky: a white-to-blue gradient
+            # the sky: a white-to-blue gradient
+            if i < 0:
                 w = HALF * (dy + ONE)
-                return (tr * (ONE - w + w * SKY_R), tg * (ONE - w + w * SKY_G), tb, segments)
+                return (tr * (ONE - w + w * SKY_R), tg * (ONE - w + w * SKY_G), tb,
+                        segments)
             ox, oy, oz = ox + t * dx, oy + t * dy, oz + t * dz
             k = ONE / sr[i]
             nx, ny, nz = (ox - sx[i]) * k, (oy - sy[i]) * k, (oz - sz[i]) * k
             m = mat[i]
-            if m == DIFFUSE:                             # Lambertian: normal + random unit vector
+            # Lambertian: normal + random unit vector
+            if m == DIFFUSE:
                 ux, uy, uz, state = unit_vector(state)
                 dx, dy, dz = nx + ux, ny + uy, nz + uz
                 if dx * dx + dy * dy + dz * dz < TINY:
                     dx, dy, dz = nx, ny, nz
                 tr, tg, tb = tr * ar[i], tg * ag[i], tb * ab[i]
-            elif m == METAL:                             # mirror, blurred by a random offset
+            elif m == METAL:
+                # mirror, blurred by a random offset
                 dn = TWO * (dx * nx + dy * ny + dz * nz)
                 ux, uy, uz, state = unit_vector(state)
                 r5, state = uniform(state)
                 f = fz[i] * r5 ** THIRD
-                dx, dy, dz = dx - dn * nx + f * ux, dy - dn * ny + f * uy, dz - dn * nz + f * uz
+                dx, dy, dz = (dx - dn * nx + f * ux, dy - dn * ny + f * uy,
+                              dz - dn * nz + f * uz)
                 if dx * nx + dy * ny + dz * nz <= ZERO:
-                    return ZERO, ZERO, ZERO, segments    # scattered into the surface: absorbed
+                    # scattered into the surface: absorbed
+                    return ZERO, ZERO, ZERO, segments
                 tr, tg, tb = tr * ar[i], tg * ag[i], tb * ab[i]
-            else:                                        # glass: refract or reflect (Schlick)
+            else:
+                # glass: refract or reflect (Schlick)
                 cos_i = -(dx * nx + dy * ny + dz * nz)
                 eta = ONE / fz[i]
                 if cos_i < ZERO:                         # leaving the sphere
@@ -266,7 +284,8 @@ def make_cpu_render(shade, parallel: bool):
 
     # --8<-- [start:cpu]
     @numba.njit(parallel=parallel)
-    def render_cpu(out, segs, spp, seed, cam, sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
+    def render_cpu(out, segs, spp, seed, cam,
+                   sx, sy, sz, sr, mat, ar, ag, ab, fz, nodes, max_depth):
         height, width = out.shape[0], out.shape[1]
         # rows differ in work: deal them out like cards, thread k takes k, k + n, ...
         n = min(numba.get_num_threads(), height) if parallel else 1

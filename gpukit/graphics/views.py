@@ -52,10 +52,9 @@ def hero(slug: str, data: dict) -> str:
 
 
 def _speed_row(r: dict, label: str) -> list:
-    return [label, f"{r['width']} x {r['height']}, {r['spp']} spp", fmt_time(r["first_call_s"]),
-            fmt_time(r["median_s"]), fmt_num(r["segments_per_s"] / 1e6, 1),
-            fmt_num(r["tests_per_s"] / 1e9, 2) if "tests_per_s" in r else "-",
-            fmt_num(r["pct_fp32_peak"], 1) + " %" if "pct_fp32_peak" in r else "-"]
+    return [label, fmt_num(r["segments_per_s"] / 1e6, 1), fmt_time(r["median_s"]),
+            fmt_time(r["first_call_s"]), f"{r['width']} x {r['height']}, {r['spp']}",
+            fmt_num(r["tests_per_s"] / 1e9, 2) if "tests_per_s" in r else "-"]
 
 
 #: short names for the tables, where a column is narrow
@@ -71,16 +70,17 @@ def speed(slug: str, data: dict) -> str:
     chosen = [r for r in p["rows"] if r["name"] in ("numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "bvh")]
     label = {r["name"]: ("GPU, " if r["backend"] == "numba-cuda" else "") + SHORT[r["name"]] for r in chosen}
     rows = [_speed_row(r, label[r["name"]]) for r in chosen]
-    head = (f"**{_where(data)}**, the final scene ({p['scene']['spheres']} spheres), up to {p['depth']} "
-            "segments per path, float32\n\n")
+    head = (f"**{_where(data)}**, the final scene ({p['scene']['spheres']} spheres), up to "
+            f"{p['depth']} segments per path, float32\n\n")
     gpu = any(r["backend"] == "numba-cuda" for r in p["rows"])
     note = ("\n\n*first call*: the first run, with any compiling still to do"
-            + (" (the brute-force CUDA kernel was compiled earlier, for the image check)" if gpu else "")
-            + "; *steady state*: the median of the runs after it. Segments per sample, the mean length "
-            "of a path: " + ", ".join(f"{fmt_num(r['segments_per_sample'], 3)} ({label[r['name']]})" for r in chosen)
-            + ".")
-    return head + table(["numba", "image", "first call", "steady state", "M segments/s",
-                         "G ray-sphere tests/s", "of FP32 peak"], rows, "lrrrrrr") + note
+            + (" (the brute-force CUDA kernel was compiled earlier, for the image check)"
+               if gpu else "")
+            + "; *steady state*: the median of the runs after it. Segments per sample, the mean "
+            "length of a path: " + ", ".join(f"{fmt_num(r['segments_per_sample'], 3)} "
+                                            f"({label[r['name']]})" for r in chosen) + ".")
+    return head + table(["numba", "M segments/s", "steady state", "first call", "image, spp",
+                         "G tests/s"], rows, "lrrrrr") + note
 
 
 @pages.renderer("graphics", "cpu")
@@ -182,13 +182,14 @@ def variants(slug: str, data: dict) -> str:
     p = data["gpu"]
     rows = sorted(gpu_rows(p), key=lambda r: ORDER.index(r["name"]) if r["name"] in ORDER else len(ORDER))
     plain = next(r for r in rows if r["name"] == "plain")
-    body = [[SHORT[r["name"]], str(r["spp"]), fmt_time(r["median_s"]), fmt_num(1 / r["median_s"], 1),
-             fmt_num(r["segments_per_s"] / 1e9, 2), _x(_vs(r, plain)),
+    body = [[SHORT[r["name"]], fmt_num(r["segments_per_s"] / 1e9, 2), _x(_vs(r, plain)),
+             fmt_time(r["median_s"]), fmt_num(1 / r["median_s"], 1), str(r["spp"]),
              fmt_num(r["pct_fp32_peak"], 1) + " %" if "pct_fp32_peak" in r else "-"]
             for r in rows]
-    return (f"**numba CUDA on the {data['machine']['gpu']['name']}**, {plain['width']} x {plain['height']} pixels, "
-            f"up to {plain['depth']} segments per path; {p['flops_per_test']} FLOPs per ray-sphere test\n\n"
-            + table(["kernel", "spp", "frame", "frames/s", "G segments/s", "rate vs every sphere",
+    return (f"**numba CUDA on the {data['machine']['gpu']['name']}**, {plain['width']} x "
+            f"{plain['height']} pixels, up to {plain['depth']} segments per path; "
+            f"{p['flops_per_test']} FLOPs per ray-sphere test\n\n"
+            + table(["kernel", "G segments/s", "vs every sphere", "frame", "frames/s", "spp",
                      "of FP32 peak"], body, "lrrrrrr"))
 
 
@@ -260,10 +261,6 @@ def leak(slug: str, data: dict) -> str:
     return table(["", "float32 hit test", "leaky hit test"], rows, "lrr")
 
 
-def _verdict(ok: bool | None) -> str:
-    return "not recorded" if ok is None else "**met**" if ok else "**missed**"
-
-
 #: the chapter's targets on the GPU: frame time and segment rate of the 1080p, 16-spp frame,
 #: frames per second at 1 spp, and the GPU's rate per segment over all CPU cores'
 GOALS = {"frame_s": 0.040, "segments_per_s": 2e9, "fps_1spp": 100, "vs_cpu": 100}
@@ -302,67 +299,51 @@ def chapter_targets(data: dict) -> list[pages.Target]:
     return out
 
 
-@pages.renderer("graphics", "targets")
-def targets(slug: str, data: dict) -> str:
-    p = data["gpu"]
-    by = {r["name"]: r for r in p["rows"]}
-    kernels = [n for n in JUDGED if n in by]
-    judged = {t.name: t for t in chapter_targets(data)}
-    kinds = ("frame time", "ray segments per second", "1 spp at", "GPU / all CPU cores")
-
-    def cell(kernel: str, kind: str) -> str:
-        label = JUDGED[kernel][0]
-        t = next((t for name, t in judged.items() if name.startswith(kind)
-                  and (name.endswith(f", {label}") or f", {label} (" in name)), None)
-        if t is None or t.met is None:
-            return "not measured" if t is None else "not recorded"
-        return f"{t.value}: {_verdict(t.met)}"
-
-    def peak(r):
-        if "pct_fp32_peak" in r:
-            return fmt_num(r["pct_fp32_peak"], 1) + " %"
-        return "not counted (tests vary per ray)" if r["name"] == "bvh" else "-"
-
-    w = by["plain"]
-    goals = [(f"{w['width']} x {w['height']}, {w['spp']} spp, up to {w['depth']} segments: time", "at most 40 ms"),
-             ("the same frame: ray segments per second", "at least 2 G"),
-             (f"1 spp at {w['width']} x {w['height']}", "at least 100 frames/s"),
-             ("GPU / all CPU cores, per segment (same hit test on both)", "at least 100x")]
-    rows = [[goal, want, *(cell(k, kind) for k in kernels)] for (goal, want), kind in zip(goals, kinds)]
-    rows.append([f"ray-sphere tests x {p['flops_per_test']} FLOPs, of FP32 peak", "reported",
-                 *(peak(by[k]) for k in kernels)])
-    names = {k: JUDGED[k][0] for k in kernels}
-    return (table(["target", "goal", *(names[n] for n in kernels)], rows, "ll" + "r" * len(kernels))
-            + f"\n\nThe CPU side of the ratio: numba on {p['cores']} cores runs at "
-            f"{fmt_num(100 * p['cpu_efficiency'])} % parallel efficiency ({fmt_ratio(p['cpu_speedup'], 1)} one core), "
-            "in scalar code.")
+def _log_ticks(ax, values: list[float]) -> None:
+    """Labelled ticks at 1, 2 and 5 times the powers of ten inside the data's range (a phone
+    needs more than one label per decade, and none outside the axis)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    low, high = min(values), max(values)
+    ax.set_ylim(low / 1.3, high * 1.3)
+    marks = [m * 10.0 ** k for k in range(math.floor(math.log10(low)) - 1,
+                                          math.ceil(math.log10(high)) + 1) for m in (1, 2, 5)]
+    marks = [t for t in marks if low / 1.3 <= t <= high * 1.3]
+    if len(marks) > 5:
+        marks = [t for t in marks if str(t).lstrip("0.").startswith(("1", "5"))] or marks
+    ax.yaxis.set_major_locator(FixedLocator(marks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{t:g}" for t in marks])
 
 
 @pages.renderer("graphics", "progressive")
 def progressive(slug: str, data: dict) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
     p = _part(data)
     g = p["progressive"]
     rows = g["rows"]
     spp = [r["spp"] for r in rows]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
-    a.loglog(spp, [r["rmse"] for r in rows], "o-", label="measured")
+    fig, (a, b) = pages.figure(2, 1, height=5.4, sharex=True)
     first = rows[0]["rmse"]
-    a.loglog(spp, [first / s ** 0.5 for s in spp], "--", color="grey", label="1/√spp from 1 spp")
-    a.set_xlabel("samples per pixel")
-    a.set_ylabel(f"RMSE vs {g['ref_spp']} spp")
-    a.legend(frameon=False)
+    a.loglog(spp, [first / s ** 0.5 for s in spp], "--", color="grey")
+    a.loglog(spp, [r["rmse"] for r in rows], "o-")
+    a.set_ylabel("RMSE")
+    a.set_title("noise: measured, and 1/√spp (dashed)")
     b.loglog(spp, [r["median_s"] * 1e3 for r in rows], "o-", color="C1")
+    b.set_ylabel("ms per frame")
     b.set_xlabel("samples per pixel")
-    b.set_ylabel("time per frame (ms)")
-    fig.suptitle(f"{g['width']} x {g['height']} pixels on {pages.plot_title(data)} ({g['backend']})", fontsize=10)
+    ticks = spp if len(spp) <= 6 else spp[::2]
+    for ax, ys in ((a, [r["rmse"] for r in rows] + [first / spp[-1] ** 0.5]),
+                   (b, [r["median_s"] * 1e3 for r in rows])):
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([str(s) for s in ticks])
+        _log_ticks(ax, ys)
     fig.tight_layout()
     # how much the RMSE falls per doubling of the samples, between each two measured counts
     steps = [(r0["rmse"] / r1["rmse"]) ** (1 / math.log2(r1["spp"] / r0["spp"])) for r0, r1 in zip(rows, rows[1:])]
     last = rows[-1]
-    text = (f"From {rows[0]['spp']} to {last['spp']} samples per pixel the RMSE against the {g['ref_spp']}-spp "
+    text = (f"{g['width']} x {g['height']} pixels, `{g['backend']}`. From {rows[0]['spp']} to "
+            f"{last['spp']} samples per pixel the RMSE against the {g['ref_spp']}-spp "
             f"reference falls from {rows[0]['rmse']:.3f} to {last['rmse']:.4f}, "
             f"{fmt_ratio(rows[0]['rmse'] / last['rmse'], 1)} (1/√spp predicts "
             f"{fmt_ratio((last['spp'] / rows[0]['spp']) ** 0.5, 1)})")

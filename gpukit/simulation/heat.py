@@ -33,11 +33,13 @@ def heat_kernel(src, dst, r):
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y) * ROWS + 1
     if x < 1 or x >= nx - 1 or y >= ny - 1:
-        return                                           # an edge cell, or past the grid
+        # an edge cell, or past the grid
+        return
     up, mid = src[y - 1, x], src[y, x]
     for _ in range(ROWS):                                # slide down the column
         down = src[y + 1, x]
-        lap = ((up + down) + (src[y, x - 1] + src[y, x + 1])) - ((mid + mid) + (mid + mid))
+        lap = (((up + down) + (src[y, x - 1] + src[y, x + 1]))
+               - ((mid + mid) + (mid + mid)))
         dst[y, x] = mid + r * lap
         y += 1
         if y >= ny - 1:

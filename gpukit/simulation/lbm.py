@@ -97,12 +97,15 @@ collide_cpu = numba.njit(inline="always")(_collide)
 
 # --8<-- [start:cell]
 def make_cell(collide):
-    """The update of one cell (stream in, collide, write out), calling ``collide`` of its target."""
+    """The update of one cell (stream in, collide, write out), calling ``collide`` of
+    its target."""
     def cell(src, dst, solid, x, y, omega, u_in, fx, inlet):
         ny, nx = solid.shape
         if solid[y, x] != 0:
-            return                                       # inside an obstacle: nothing to do
-        if inlet != 0 and x == 0:                        # the inflow column: equilibrium at u_in
+            # inside an obstacle: nothing to do
+            return
+        # the inflow column: equilibrium at u_in
+        if inlet != 0 and x == 0:
             u2 = ONE5 * u_in * u_in
             ahead = THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = u_in
             back = -THREE * u_in + FOUR5 * u_in * u_in - u2     # c.u = -u_in
@@ -116,12 +119,14 @@ def make_cell(collide):
             dst[6, y, x] = WD * back
             dst[7, y, x] = WD * back
             return
-        # neighbours: periodic in y; in x periodic, or (with an inlet) the last column copies itself
+        # neighbours: periodic in y; in x periodic, or (with an inlet) the last column
+        # copies itself
         xm = x - 1 if x > 0 else nx - 1
         xp = x + 1 if x < nx - 1 else (nx - 1 if inlet != 0 else 0)
         ym = y - 1 if y > 0 else ny - 1
         yp = y + 1 if y < ny - 1 else 0
-        # stream (pull): f_i comes from x - c_i; from a solid neighbour, bounce back f_opposite(i)
+        # stream (pull): f_i comes from x - c_i; from a solid neighbour, bounce back
+        # f_opposite(i)
         d = collide(src[0, y, x],
                     src[1, y, xm] if solid[y, xm] == 0 else src[3, y, x],
                     src[2, ym, x] if solid[ym, x] == 0 else src[4, y, x],
@@ -142,7 +147,8 @@ def make_cell(collide):
 cell_gpu = cuda.jit(device=True, inline=True)(make_cell(collide_gpu))
 cell_cpu = numba.njit(inline="always")(make_cell(collide_cpu))
 
-#: threads per block: a row of 128 cells (x on threadIdx.x: neighbouring threads, neighbouring cells)
+#: threads per block: a row of 128 cells (x on threadIdx.x: neighbouring threads,
+#: neighbouring cells)
 BLOCK = (128, 1)
 
 
@@ -157,12 +163,15 @@ def lbm_kernel(src, dst, solid, omega, u_in, fx, inlet):
 def lbm_step_cpu(src, dst, solid, omega, u_in, fx, inlet):
     ny, nx = solid.shape
     for y in numba.prange(ny):                          # rows spread over all cores
-        cell_cpu(src, dst, solid, 0, y, omega, u_in, fx, inlet)         # the edges: wrap-around
+        # the edges: wrap-around
+        cell_cpu(src, dst, solid, 0, y, omega, u_in, fx, inlet)
         cell_cpu(src, dst, solid, nx - 1, y, omega, u_in, fx, inlet)
         ym = y - 1 if y > 0 else ny - 1
         yp = y + 1 if y < ny - 1 else 0
-        for x in range(1, nx - 1):                      # the interior: no branches, SIMD lanes over x
-            # both candidates loaded, one chosen: a select, which LLVM vectorises (a branch it would not)
+        # the interior: no branches, SIMD lanes over x
+        for x in range(1, nx - 1):
+            # both candidates loaded, one chosen: a select, which LLVM vectorises
+            # (a branch it would not)
             f1 = src[1, y, x - 1] if solid[y, x - 1] == 0 else src[3, y, x]
             f2 = src[2, ym, x] if solid[ym, x] == 0 else src[4, y, x]
             f3 = src[3, y, x + 1] if solid[y, x + 1] == 0 else src[1, y, x]
@@ -172,7 +181,8 @@ def lbm_step_cpu(src, dst, solid, omega, u_in, fx, inlet):
             f7 = src[7, yp, x + 1] if solid[yp, x + 1] == 0 else src[5, y, x]
             f8 = src[8, yp, x - 1] if solid[yp, x - 1] == 0 else src[6, y, x]
             d = collide_cpu(src[0, y, x], f1, f2, f3, f4, f5, f6, f7, f8, omega, fx)
-            fluid = solid[y, x] == 0                     # obstacle cells keep their (unused) values
+            # obstacle cells keep their (unused) values
+            fluid = solid[y, x] == 0
             for i in range(9):
                 dst[i, y, x] = d[i] if fluid else src[i, y, x]
 # --8<-- [end:kernels]

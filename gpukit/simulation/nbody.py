@@ -52,17 +52,20 @@ def rsqrt_exact(x):
 
 # --8<-- [start:gpu]
 def make_accel_kernel(bodies_per_thread: int, fastmath: bool, hw_rsqrt: bool):
-    """The tiled acceleration kernel; each thread computes ``bodies_per_thread`` bodies."""
+    """The tiled acceleration kernel; each thread computes ``bodies_per_thread``
+    bodies."""
     B = bodies_per_thread
     rsqrt = rsqrt_hw if hw_rsqrt else rsqrt_exact
 
     @cuda.jit(fastmath=fastmath)
     def accel(pos, acc, eps2):
-        sx = cuda.shared.array(TILE, float32)           # a tile of bodies, shared by the block
+        # a tile of bodies, shared by the block
+        sx = cuda.shared.array(TILE, float32)
         sy = cuda.shared.array(TILE, float32)
         sz = cuda.shared.array(TILE, float32)
         sm = cuda.shared.array(TILE, float32)
-        px = cuda.local.array(B, float32)               # B bodies per thread, kept in registers
+        # B bodies per thread, kept in registers
+        px = cuda.local.array(B, float32)
         py = cuda.local.array(B, float32)
         pz = cuda.local.array(B, float32)
         ax = cuda.local.array(B, float32)
@@ -77,13 +80,16 @@ def make_accel_kernel(bodies_per_thread: int, fastmath: bool, hw_rsqrt: bool):
             ax[b], ay[b], az[b] = float32(0), float32(0), float32(0)
         for start in range(0, n, TILE):
             j = start + t
-            if j < n:                                   # each thread loads one body of the tile
+            # each thread loads one body of the tile
+            if j < n:
                 sx[t], sy[t], sz[t], sm[t] = pos[0, j], pos[1, j], pos[2, j], pos[3, j]
             else:                                       # past the end: a massless body
-                sx[t], sy[t], sz[t], sm[t] = float32(0), float32(0), float32(0), float32(0)
+                sx[t], sy[t], sz[t], sm[t] = (float32(0), float32(0), float32(0),
+                                              float32(0))
             cuda.syncthreads()
             for k in range(TILE):
-                xj, yj, zj, mj = sx[k], sy[k], sz[k], sm[k]   # one shared read serves B bodies
+                # one shared read serves B bodies
+                xj, yj, zj, mj = sx[k], sy[k], sz[k], sm[k]
                 for b in range(B):
                     dx, dy, dz = xj - px[b], yj - py[b], zj - pz[b]
                     inv = rsqrt(dx * dx + dy * dy + dz * dz + eps2)
@@ -144,7 +150,8 @@ def accel_cpu(pos, acc, eps2):
     for i in numba.prange(n):                           # bodies spread over all cores
         xi, yi, zi = x[i], y[i], z[i]
         ax, ay, az = float32(0), float32(0), float32(0)
-        for j in range(n):                              # contiguous j: SIMD lanes over j
+        # contiguous j: SIMD lanes over j
+        for j in range(n):
             dx, dy, dz = x[j] - xi, y[j] - yi, z[j] - zi
             inv = float32(1) / math.sqrt(dx * dx + dy * dy + dz * dz + eps2)
             s = m[j] * (inv * inv * inv)

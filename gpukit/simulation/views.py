@@ -37,14 +37,6 @@ def counts_fluid(r: dict) -> bool:
     return "fluid_cells" in r and "bytes_per_call" in r
 
 
-def met(value: float, goal: float) -> str:
-    return "met" if value >= goal else "**missed**"
-
-
-def _verdict(t: pages.Target) -> str:
-    return "not judged (not recorded)" if t.met is None else "met" if t.met else "**missed**"
-
-
 @pages.targets("simulation")
 def chapter_targets(data: dict) -> list[pages.Target]:
     """The chapter's targets on the GPU, judged on the recorded rows. The fluid is judged on the
@@ -132,9 +124,9 @@ def speed(slug: str, data: dict) -> str:
         kernel = (f"{MODEL_TITLE[r['model']].split(' (')[0]}: {pages.marked(r)}, {r['size']} "
                   f"({WHERE[r['backend']].split(',')[0]})")
         share = _roof(r)
-        rows.append([kernel, fmt_time(r["first_call_s"]), fmt_time(r["median_s"]), rate,
-                     speed + ("" if share == "-" else f", {share}"),
-                     fmt_ratio(r.get("vs_cpu"), 0) if r.get("vs_cpu") else "-"])
+        rows.append([kernel, rate, speed + ("" if share == "-" else f", {share}"),
+                     fmt_ratio(r.get("vs_cpu"), 0) if r.get("vs_cpu") else "-",
+                     fmt_time(r["median_s"]), fmt_time(r["first_call_s"])])
     copy = ", ".join(f"{WHERE.get(k, k)} {fmt_num(v)} GB/s" for k, v in p["copy_gbs"].items() if not k.endswith("_bytes"))
     peak = f"; FP32 peak {fmt_num(p['fp32_tflops'], 1)} TFLOP/s from the machine record" if p.get("fp32_tflops") else ""
     head = (f"**{pages.machine_title(data)}**. Memory roof: a copy measured in the same run ({copy}; each CPU "
@@ -146,36 +138,37 @@ def speed(slug: str, data: dict) -> str:
     over = [r for r in p["rows"] if (r.get("pct_copy") or 0) > 100]
     note = ("" if not over else "\n\nAbove 100 % of the copy measured just before it: " + "; ".join(
         f"{MODEL_TITLE[r['model']].split(' (')[0]}, `{r['name']}` ({WHERE[r['backend']]})" for r in over)
-        + ". That copy is then no hard roof for the kernel. Whether the copy loop falls short of what "
-          "the memory can do, or the host's bandwidth changed between the two measurements, was not measured.")
-    return head + table(["kernel, size", "first call", "steady state",
-                         "rate", "achieved", "GPU / CPU"], rows,
-                        "lrrrrr") + pages.host_bound_note(p["rows"]) + note
+        + ". That copy is then no hard roof for the kernel (see the open questions).")
+    return head + table(["kernel, size", "rate", "achieved", "GPU / CPU", "steady state",
+                         "first call"], rows, "lrrrrr") + pages.host_bound_note(p["rows"]) + note
 
 
 @pages.renderer("simulation", "roof")
 def roof(slug: str, data: dict) -> str:
-    """Bars: each row's share of the roof that limits it."""
-    import matplotlib.pyplot as plt
+    """Bars: each row's share of the roof that limits it (blue: the copy, red: FP32 peak)."""
     p = _part(data)
     rows = [r for r in p["rows"] if (r.get("pct_copy") or r.get("pct_fp32")) is not None]
     if not rows:
         raise pages.NotRecorded("roof")
-    labels = [f"{MODEL_TITLE[r['model']].split(' (')[0]}: {r['name']} ({WHERE[r['backend']]})" for r in rows]
-    vals = [r.get("pct_copy") if r.get("pct_copy") is not None else r["pct_fp32"] for r in rows]
-    colours = ["#1f77b4" if r.get("pct_copy") is not None else "#d62728" for r in rows]
-    right = max(100.0, max(vals)) + 12                   # room for the labels (a CPU row may pass its copy)
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.2))
-    ax.barh(range(len(rows)), vals, color=colours)
-    ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, right)
+    labels = [f"{MODEL_TITLE[r['model']].split(' (')[0]}: {_short(r)} ({WHERE[r['backend']]})"
+              for r in rows]
+    vals = [r["pct_copy"] if r.get("pct_copy") is not None else r["pct_fp32"] for r in rows]
+    colours = ["#4c72b0" if r.get("pct_copy") is not None else "#c44e52" for r in rows]
+    fig, ax = pages.figure(height=0.55 * len(rows) + 0.9)
+    pages.name_bars(ax, labels, vals, colors=colours, limit=max(125.0, max(vals) * 1.25))
     ax.axvline(100, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("% of the roof: blue = measured copy bandwidth, red = FP32 peak")
-    for i, v in enumerate(vals):
-        ax.text(v + 1, i, f"{v:.0f} %", va="center", fontsize=8)
-    ax.set_title(f"Share of the roof, {pages.plot_title(data)}", fontsize=10)
+    ax.set_xlabel("% of the roof")
     return pages.svg(fig)
+
+
+#: short names of the kernels, for the bars of the roof plot
+SHORT = {"D2Q9, fused stream+collide": "D2Q9", "5-point stencil, float32": "float32",
+         "5-point stencil, float64": "float64", "2 bodies per thread": "2 per thread",
+         "4 bodies per thread": "4 per thread", "fastmath + rsqrt": "rsqrt"}
+
+
+def _short(r: dict) -> str:
+    return SHORT.get(r["name"], r["name"])
 
 
 @pages.renderer("simulation", "nbody")
@@ -218,8 +211,8 @@ def nbody_variants(slug: str, data: dict) -> str:
             + f" The last column is arithmetic, not measured: the warps the launch holds ({TILE} threads per "
               "block, N / bodies per thread threads in all) spread evenly over the SMs, against the most an SM "
               "can hold; how many are resident at once (the occupancy) was not measured.\n\n"
-            + table(["kernel", "T interactions/s (of FP32 peak)", "speed-up", "1/sqrt in the PTX loop",
-                     "ld.shared (per interaction)", "warps per SM"],
+            + table(["kernel", "T interactions/s (of peak)", "speed-up", "1/sqrt in PTX",
+                     "ld.shared (per interaction)", "warps / SM"],
                     rows, "lrrllr")
             + f"\n\n{paid}")
 
@@ -260,7 +253,9 @@ def checks(slug: str, data: dict) -> str:
             rows.append([f"CPU `{model}` machine code", "packed (SIMD) float instructions, xmm/ymm/zmm",
                          f"{s['packed_xmm']}/{s['packed_ymm']}/{s['packed_zmm']}: "
                          + ("vectorised" if s["vectorised"] else "**not vectorised**")])
-    return table(["check", "what", "result"], rows, "lll")
+    return pages.collapsed(f"The {len(rows)} checks and their results",
+                           table(["check", "result", "what"], [[a, c, b] for a, b, c in rows],
+                                 "lll"))
 
 
 @pages.renderer("simulation", "gallery")
@@ -292,8 +287,8 @@ def fp64(slug: str, data: dict) -> str:
     got = f64["rate"] / f32["rate"]
     why = ("" if abs(got - expect) < 0.05 else
            f" That is not the {fmt_ratio(expect, 2)} that twice the bytes predicts, and the reason is not "
-           f"that float64 is cheap: the two kernels reach different shares of the copy (the open question "
-           f"of the heat section).")
+           f"that float64 is cheap: the two kernels reach different shares of the copy (see the open "
+           f"questions).")
     measured = (f"Measured on **{pages.machine_title(data)}**: float32 {fmt_num(f32['rate'] / 1e9, 1)} G cells/s "
                 f"({HEAT_BYTES_PER_CELL['float32']} B per cell, {_pct(f32['pct_copy'])} of copy), float64 "
                 f"{fmt_num(f64['rate'] / 1e9, 1)} G cells/s ({HEAT_BYTES_PER_CELL['float64']} B per cell, "
@@ -326,8 +321,8 @@ def fp64(slug: str, data: dict) -> str:
             "tie: which one binds then depends on how close the kernel comes to each, which the data "
             f"sheets do not say. The last column is the n-body's ceiling at {NBODY_FLOPS_PER_INTERACTION} "
             "FLOP per interaction in FP32 and FP64.\n\n"
-            + table(["GPU", "FP64 : FP32", "FP64 TFLOP/s", "heat f64 limit, memory / FP64 (G cells/s)",
-                     "heat f64 limited by", "n-body ceiling FP32 / FP64 (T interactions/s)"], rows, "lrrrll")
+            + table(["GPU", "FP64 : FP32", "FP64 TFLOP/s", "limit: memory / FP64 (G cells/s)",
+                     "limited by", "n-body FP32 / FP64 (T int./s)"], rows, "lrrrll")
             + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {gpus.data_as_of()}; peak rates "
               "without tensor cores.</small>")
 
@@ -363,23 +358,6 @@ def anchor(slug: str, data: dict) -> str:
     return (table(["code (arithmetic/storage)", "bytes per cell update", "MLUPs/s on an H200", "GB/s",
                    f"of {spec:,} GB/s (data sheet)", "of the copy in the same run"], rows, "llrrrr")
             + f"\n\n{verdict}\n\n{source}")
-
-
-@pages.renderer("simulation", "targets")
-def targets(slug: str, data: dict) -> str:
-    """The chapter's targets on the GPU, met or missed, with the all-cores CPU ratio of each."""
-    p = data["gpu"]
-    g = gpu_rows(p)
-
-    def cpu(r):
-        c = _cpu_row(p, r)
-        return f"{fmt_ratio(r.get('vs_cpu'), 0)} (CPU at {c['size']})" if c and r.get("vs_cpu") else "-"
-    ratios = [cpu(g["lbm"]) if counts_fluid(g["lbm"]) else "-", "", cpu(g["nbody"]), cpu(g["heat32"])]
-    rows = [[t.name, _verdict(t), t.value, t.goal, x] for t, x in zip(chapter_targets(data), ratios)]
-    return (f"**{pages.machine_title(data)}**. The ratio divides the GPU's rate per update (a lattice "
-            "update, an interaction, a cell update: the same work on both) by that of numba on all the "
-            "host's cores, on the size in brackets.\n\n"
-            + table(["target", "result", "measured", "goal", "GPU / all CPU cores"], rows, "lllll"))
 
 
 @pages.renderer("simulation", "heat")
