@@ -45,7 +45,7 @@ def hero(slug: str, data: dict) -> str:
                 f"up to {p['depth']} segments per path, path-traced by this page's GPU kernel that tests every "
                 f"sphere ({p['scene']['spheres']} spheres); shown here scaled down, the full frame is "
                 f"results/{slug}/{h['png']} in the repository")
-        return _figure(h["image"], text)
+        return _figure(h["image"], text, 640)
     r = cpu_rows(p)[0]
     return _figure(p["cpu_image"], f"The final scene, {r['width']} x {r['height']} pixels, {r['spp']} samples "
                    f"per pixel, rendered on all CPU cores ({p['scene']['spheres']} spheres)", 480)
@@ -322,7 +322,7 @@ def progressive(slug: str, data: dict) -> str:
     g = p["progressive"]
     rows = g["rows"]
     spp = [r["spp"] for r in rows]
-    fig, (a, b) = pages.figure(2, 1, height=5.4, sharex=True)
+    fig, (a, b) = pages.figure(2, 1, height=4.8, sharex=True)
     first = rows[0]["rmse"]
     a.loglog(spp, [first / s ** 0.5 for s in spp], "--", color="grey")
     a.loglog(spp, [r["rmse"] for r in rows], "o-")
@@ -338,6 +338,7 @@ def progressive(slug: str, data: dict) -> str:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(s) for s in ticks])
         _log_ticks(ax, ys)
+        ax.tick_params(labelsize=12)
     fig.tight_layout()
     # how much the RMSE falls per doubling of the samples, between each two measured counts
     steps = [(r0["rmse"] / r1["rmse"]) ** (1 / math.log2(r1["spp"] / r0["spp"])) for r0, r1 in zip(rows, rows[1:])]
@@ -385,17 +386,18 @@ def raster(slug: str, data: dict) -> str:
     if r.get("status") != "ok":
         return f"Raster comparison on this machine: {r['status']}."
     software = "llvmpipe" in r["renderer"]
-    rows = [[f"OpenGL: {r['triangles']:,} triangles ({r['renderer']})", f"{r['width']} x {r['height']}",
-             fmt_time(r["first_frame_s"]), fmt_time(r["median_s"]), fmt_time(r["gpu_median_s"]),
-             fmt_num(1 / r["median_s"])]]
+    rows = [[f"OpenGL: {r['triangles']:,} triangles ({r['renderer']})", fmt_time(r["median_s"]),
+             fmt_num(1 / r["median_s"]), fmt_time(r["gpu_median_s"]), fmt_time(r["first_frame_s"]),
+             f"{r['width']} x {r['height']}"]]
     traced = {}
     for name in ("1 spp", "1 spp, BVH", "plain", "bvh"):
         t = next((x for x in p["rows"] if x["name"] == name), None)
         if t:
             traced[name] = t
             kind = "BVH" if "BVH" in name or name == "bvh" else "every sphere"
-            rows.append([f"path tracer, {t['spp']} spp, {kind}", f"{t['width']} x {t['height']}",
-                         fmt_time(t["first_call_s"]), fmt_time(t["median_s"]), "-", fmt_num(1 / t["median_s"])])
+            rows.append([f"path tracer, {t['spp']} spp, {kind}", fmt_time(t["median_s"]),
+                         fmt_num(1 / t["median_s"]), "-", fmt_time(t["first_call_s"]),
+                         f"{t['width']} x {t['height']}"])
     text = ""
     if "1 spp" in traced and (traced["1 spp"]["width"], traced["1 spp"]["height"]) == (r["width"], r["height"]):
         one, tree = traced["1 spp"], traced.get("1 spp, BVH")
@@ -415,5 +417,5 @@ def raster(slug: str, data: dict) -> str:
         c = cpu_rows(p)[0]
         pictures.append((p["cpu_image"], f"path-traced, {c['spp']} spp"))
     figs = "".join(f'<div style="flex:1 1 0;min-width:0">{_figure(u, c)}</div>' for u, c in pictures)
-    return (table(["pipeline", "image", "first frame", "frame (host)", "frame (GL timer query)", "frames/s"], rows,
-                  "lrrrrr") + text + '\n\n<div style="display:flex;flex-wrap:wrap;gap:0.5em">' + figs + "</div>")
+    return (table(["pipeline", "frame (host)", "frames/s", "frame (GL timer)", "first frame",
+                   "image"], rows, "lrrrrr") + text + '\n\n<div style="display:flex;flex-wrap:wrap;gap:0.5em">' + figs + "</div>")
