@@ -41,10 +41,9 @@ def hero(slug: str, data: dict) -> str:
     p = _part(data)
     if "hero" in p:
         h = p["hero"]
-        text = (f"The final scene, {h['width']} x {h['height']} pixels, {h['spp']} samples per pixel, "
-                f"up to {p['depth']} segments per path, path-traced by this page's GPU kernel that tests every "
-                f"sphere ({p['scene']['spheres']} spheres); shown here scaled down, the full frame is "
-                f"results/{slug}/{h['png']} in the repository")
+        text = (f"{h['width']} x {h['height']} pixels, {h['spp']} samples per pixel, up to "
+                f"{p['depth']} segments per path, {p['scene']['spheres']} spheres, each tested by "
+                f"every ray; scaled down (full frame: results/{slug}/{h['png']})")
         return _figure(h["image"], text, 640)
     r = cpu_rows(p)[0]
     return _figure(p["cpu_image"], f"The final scene, {r['width']} x {r['height']} pixels, {r['spp']} samples "
@@ -408,8 +407,8 @@ def raster(slug: str, data: dict) -> str:
                    f"({fmt_time(tree['median_s'])})." if tree else "; a 1-spp frame with the BVH is not in this record.")
                 + _sliver(data, r))
     elif software:
-        text = ("\n\nThis is Mesa's software rasterizer on the CPU. Its GL timer query reports far less than the "
-                "host's time per frame; what that query times there was not examined.")
+        text = ("\n\nThis is Mesa's software rasterizer on the CPU. Its GL timer query reports far "
+                "less than the host's time per frame (see the open questions).")
     pictures = [(r["image"], "rasterized: albedo, one light, the sky; no reflections")]
     if "hero" in p:
         pictures.append((p["hero"]["image"], f"path-traced, {p['hero']['spp']} spp"))
