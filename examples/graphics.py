@@ -38,26 +38,22 @@ from gpukit.graphics import final_scene, images_agree, render, write_png  # noqa
 
 # %%
 # --8<-- [start:run]
-def run(width: int, height: int, spp: int, depth: int,
-        repeat: int) -> tuple[list[dict], np.ndarray]:
+def run(width: int, height: int, spp: int, depth: int, repeat: int) -> tuple[list[dict], np.ndarray]:
     scene = final_scene(0)
     images, rows = {}, []
     for backend in ("numba-cpu", "numba-cuda"):
-        # warmup=0: the first call, which compiles, is timed apart
-        timing = bench.bench(lambda: render(scene, width, height, spp=spp,
-                                            max_depth=depth, seed=1, backend=backend),
-                             timer="cpu", name=backend, warmup=0, repeat=repeat)
+        timing = bench.bench(lambda: render(scene, width, height, spp=spp, max_depth=depth, seed=1,
+                                            backend=backend), timer="cpu", name=backend,
+                             warmup=0, repeat=repeat)      # its first call compiles
         stats: dict = {}
         images[backend] = render(scene, width, height, spp=spp, max_depth=depth, seed=1,
                                  backend=backend, linear=True, stats=stats)
-        rows.append({"backend": backend, "segments": stats["segments"],
-                     **timing.to_dict(),
+        rows.append({"backend": backend, "segments": stats["segments"], **timing.to_dict(),
                      "msegments_per_s": stats["segments"] / timing.median_s / 1e6})
     check = images_agree(images["numba-cuda"], images["numba-cpu"])
     if not check["ok"]:
-        share = 100 * check["pixels_over_atol"]
-        raise AssertionError(f"{share:.2f} % of pixels differ by more than "
-                             f"{check['atol']}, mean difference {check['mean_abs']:.2g}")
+        raise AssertionError(f"{100 * check['pixels_over_atol']:.2f} % of pixels differ by more "
+                             f"than {check['atol']}, mean difference {check['mean_abs']:.2g}")
     return rows, images["numba-cpu"]
 # --8<-- [end:run]
 

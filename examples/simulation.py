@@ -60,13 +60,11 @@ def check_lbm(nx: int, ny: int, steps: int) -> dict:
     cpu.step(steps)
     diff = float(np.abs(gpu.f - cpu.f).max())
     drift = abs(gpu.mass() - mass0) / mass0
-    assert np.isfinite(gpu.f).all() and diff < 1e-4, (
-        f"LBM: GPU and CPU differ by {diff}")
+    assert np.isfinite(gpu.f).all() and diff < 1e-4, f"LBM: GPU and CPU differ by {diff}"
     assert drift < 1e-6, f"LBM: mass changed by {drift:.2e}"
     fluid = int(np.count_nonzero(solid == 0))
     return {"model": "lbm", "size": f"{nx} x {ny}", "steps": steps, "seconds": seconds,
-            "rate": fluid * (steps - 1) / seconds, "gpu_vs_cpu": diff,
-            "mass_drift": drift}
+            "rate": fluid * (steps - 1) / seconds, "gpu_vs_cpu": diff, "mass_drift": drift}
 # --8<-- [end:lbm]
 
 
