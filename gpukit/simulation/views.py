@@ -139,8 +139,12 @@ def speed(slug: str, data: dict) -> str:
     note = ("" if not over else "\n\nAbove 100 % of the copy measured just before it: " + "; ".join(
         f"{MODEL_TITLE[r['model']].split(' (')[0]}, `{r['name']}` ({WHERE[r['backend']]})" for r in over)
         + ". That copy is then no hard roof for the kernel (see the open questions).")
-    return head + table(["kernel, size", "rate", "achieved", "GPU / CPU", "steady state",
-                         "first call"], rows, "lrrrrr") + pages.host_bound_note(p["rows"]) + note
+    body = table(["kernel, size", "rate", "achieved", "GPU / CPU", "steady state",
+                  "first call"], rows, "lrrrrr") + pages.host_bound_note(p["rows"]) + note
+    if len(rows) > 12:                          # a long table opens on a click
+        body = pages.collapsed(f"All {len(rows)} runs: rate, share of the roof, GPU / CPU, "
+                               "time per step", body)
+    return head + body
 
 
 @pages.renderer("simulation", "roof")
@@ -316,7 +320,9 @@ def fp64(slug: str, data: dict) -> str:
         limit = ("a near tie" if close else "memory" if mem < alu else "**FP64 units**")
         rows.append([g["name"], f"1:{round(1 / ratio)}", fmt_num(tf64, 2), f"{fmt_num(mem, 0)} / {fmt_num(alu, 0)}",
                      limit, f"{fmt_num(nb32, 2)} / {fmt_num(nb64, 3)}"])
-    return (measured + "Computed from data sheets, **not measured**: the float64 heat step limited by memory "
+    return (measured + pages.collapsed(
+        "Other GPUs, computed from data sheets, not measured",
+        "Computed from data sheets, **not measured**: the float64 heat step limited by memory "
             f"(bandwidth / {HEAT_BYTES_PER_CELL['float64']} B per cell) or by the FP64 units. The kernel's "
             f"PTX holds {fmt_num(inst, 0)} float64 instructions per cell ({kinds}); the FP64 peak counts "
             "an FMA as two FLOP, so the units issue peak / 2 instructions per second, and the limit is "
@@ -327,7 +333,7 @@ def fp64(slug: str, data: dict) -> str:
             + table(["GPU", "FP64 : FP32", "FP64 TFLOP/s", "limit: memory / FP64 (G cells/s)",
                      "limited by", "n-body FP32 / FP64 (T int./s)"], rows, "lrrrll")
             + f"\n\n<small>From `gpukit/data/gpus.yaml`, data as of {gpus.data_as_of()}; peak rates "
-              "without tensor cores.</small>")
+              "without tensor cores.</small>"))
 
 
 @pages.renderer("simulation", "anchor")
