@@ -118,7 +118,8 @@ def install_markdown(kind: str, url: str | None, wheel: str = WHEEL_PLACEHOLDER)
         clone = [f"$ git clone {url} && cd {url.rsplit('/', 1)[1]}"] if url else []
         return "\n".join([
             '=== "From this site"', "",
-            "    ```console", f"    $ {pip_command(wheel)}", "    $ gpukit doctor", "    ```", "",
+            "    ```console", "    $ pip install \\", f'        "gpukit[torch] @ {wheel}"',
+            "    $ gpukit doctor", "    ```", "",
             "    The address is this site's own copy of gpukit's wheel; add `cuda` on an NVIDIA "
             "GPU (`gpukit[cuda,torch]`).", "",
             '=== "From a clone"', "",

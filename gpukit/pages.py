@@ -142,6 +142,19 @@ def host_bound_note(rows: list[dict]) -> str:
             "more than the GPU.")
 
 
+def command_block(words: list[str], width: int = 88) -> str:
+    """A console block typing the command ``words``, broken with `` \\`` so no line is longer
+    than ``width`` columns (a long argument keeps a line of its own)."""
+    lines, line = [], "$"
+    for word in words:
+        if len(line) + 1 + len(word) > width - 2 and line not in ("$", "   "):
+            lines.append(line + " \\")
+            line = "   "
+        line += " " + word
+    lines.append(line)
+    return "```console\n" + "\n".join(lines) + "\n```"
+
+
 def fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -196,8 +209,8 @@ def figure(nrows: int = 1, ncols: int = 1, *, height: float = 3.4, **kwargs):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    style = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11.5,
-             "ytick.labelsize": 11.5, "legend.fontsize": 11.5, "figure.titlesize": 12,
+    style = {"font.size": 13, "axes.titlesize": 13, "axes.labelsize": 13, "xtick.labelsize": 12.5,
+             "ytick.labelsize": 12.5, "legend.fontsize": 12.5, "figure.titlesize": 13,
              "svg.fonttype": "none", "font.family": ["DejaVu Sans", "sans-serif"]}
     matplotlib.rcParams.update(style)   # also for the legends and labels added after this call
     fig, axes = plt.subplots(nrows, ncols, figsize=(FIGURE_WIDTH_IN, height), **kwargs)
@@ -247,7 +260,8 @@ def check_figure(fig) -> None:
             continue
         if t.get_fontsize() < MIN_FONT_PT - 1e-6:
             raise FigureError(f"text {t.get_text()[:40]!r} is {t.get_fontsize():g} pt; at least {MIN_FONT_PT} pt")
-        box = t.get_window_extent(renderer)
+        from matplotlib.text import Text
+        box = Text.get_window_extent(t, renderer)    # the text itself, not an annotation's arrow
         if box.width > 0 and box.height > 0:
             boxes.append((t.get_text()[:40], box))
     for i, (a, ba) in enumerate(boxes):

@@ -77,7 +77,7 @@ def render(page: str, repo_url, site_url=None) -> str:
 def test_pages_install_from_the_site_s_wheel_and_from_a_clone(page, no_actions):
     text = render(page, None)
     assert "<!-- install:" not in text
-    assert f'pip install "gpukit[torch] @ {colab.WHEEL_PLACEHOLDER}"' in text   # the page fills it in
+    assert f'$ pip install \\\n        "gpukit[torch] @ {colab.WHEEL_PLACEHOLDER}"' in text   # the page fills it in
     assert "pip install -e '.[torch]'" in text
     for word in ("git+", "OWNER", "example.org", "was built without", "This build of the site"):
         assert word not in text, word                 # no made-up address, no note about the build
@@ -86,7 +86,7 @@ def test_pages_install_from_the_site_s_wheel_and_from_a_clone(page, no_actions):
 @pytest.mark.parametrize("page", ["index.md", "installing-cuda.md"])
 def test_a_build_that_knows_its_repository_links_it(page, no_actions):
     text = render(page, URL, colab.pages_url(URL))
-    assert f'pip install "gpukit[torch] @ {WHEEL}"' in text                   # its published address
+    assert f'"gpukit[torch] @ {WHEEL}"' in text                               # its published address
     assert f"$ git clone {URL} && cd gpukit-mirror" in text
     assert "**Open in Colab** button" in text
 

@@ -126,7 +126,7 @@ def _command(slug: str, data: dict) -> str:
     cmd = data["training"]["command"]
     args = cmd[2:] if cmd[:2] == ["-m", "gpukit"] else cmd
     return ("The command each seed ran (`DATA`, `OUT.pt` and `REPORT.json` stand for paths; the seed "
-            "changes):\n\n```console\n$ gpukit " + " ".join(args) + "\n```")
+            "changes):\n\n" + pages.command_block(["gpukit", *args]))
 
 
 @pages.renderer(NAME, "pair")

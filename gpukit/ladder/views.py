@@ -151,7 +151,7 @@ def _register() -> None:
         ax.set_xlabel("row length C (elements)")
         ax.set_ylabel("% of the copy ceiling")
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower left", bbox_to_anchor=(0, 1.02), ncols=3, frameon=False,
+        ax.legend(loc="lower left", bbox_to_anchor=(0, 1.02), ncols=2, frameon=False,
                   title=f"{_where(data)}, {data['machine']['date'][:10]}", alignment="left")
         fig.canvas.draw()   # place the legend before the labels are checked
         return pages.svg(fig)

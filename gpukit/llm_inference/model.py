@@ -132,7 +132,7 @@ def add_norm(x, delta, weight, eps: float):
 
 
 def rotate(x, cos, sin):
-    """Rotary embedding: pairs (x_i, x_{i+d/2}) turned by an angle set by the position."""
+    """Rotary embedding: pairs (x_i, x_{i+d/2}) turned by an angle set by position."""
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 

@@ -138,7 +138,8 @@ def _kernels():
             in_g = g[:, None] < groups
             x_lo = tl.load(x_ptr + xs, mask=in_g, other=0.0).to(tl.float32)
             x_hi = tl.load(x_ptr + xs + HALF, mask=in_g, other=0.0).to(tl.float32)
-            x_hi = x_hi * 0.0625              # the high nibble is read as 16 x its value
+            # the high nibble is read as 16 times its value
+            x_hi = x_hi * 0.0625
             inside = (n[:, None, None] < N) & (g[None, :, None] < groups)
             b = tl.load(p_ptr + n[:, None, None] * (K // 2) + g[None, :, None] * HALF
                         + j[None, None, :], mask=inside, other=0x88).to(tl.int32)

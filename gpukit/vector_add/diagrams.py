@@ -42,7 +42,7 @@ def timeline(slug: str, data: dict) -> str:
     from .. import pages
     lanes = steps(data)
     g = data["gpu"]
-    fig, axes = pages.figure(len(lanes), 1, height=1.75 * len(lanes) + 0.5, squeeze=False)
+    fig, axes = pages.figure(len(lanes), 1, height=2.4 * len(lanes) + 0.5, squeeze=False)
     for ax, (memory, lane) in zip(axes[:, 0], lanes.items()):
         total = sum(s for _, _, s in lane)
         t = 0.0
@@ -52,17 +52,17 @@ def timeline(slug: str, data: dict) -> str:
             middle = (t + seconds / 2) * 1e3
             if step == "add":
                 # the kernel is a sliver: point at it from above the bar
-                ax.annotate(f"add {fmt_time(seconds)}", xy=(middle, 0.3), xytext=(middle, 0.62),
-                            ha="center", va="bottom",
+                ax.annotate(f"add {fmt_time(seconds)}", xy=(middle, 0.3), xytext=(0.99, 0.97),
+                            textcoords="axes fraction", ha="right", va="top",
                             arrowprops=dict(arrowstyle="-", color=COLOURS["add"], lw=1))
             else:
                 ax.text(middle, 0, f"{label.split()[0]}\n{fmt_time(seconds)}", ha="center",
-                        va="center", color="black", linespacing=1.1)
+                        va="center", color="black", linespacing=1.4)
             t += seconds
         share = next(s for step, _, s in lane if step == "add") / total
         ax.set_title(f"{memory} host memory: {fmt_time(total)}, the add {100 * share:.1f} %",
                      loc="left")
-        ax.set_ylim(-0.45, 1.25)
+        ax.set_ylim(-0.6, 1.9)
         ax.set_xlim(0, total * 1e3)
         ax.set_yticks([])
         for side in ("top", "right", "left"):
