@@ -184,7 +184,10 @@ READABLE = r"""async (dark) => {
     for (const code of document.querySelectorAll('article pre > code')) {
         // what a program printed (a text block, a console block's output lines) is shown as it
         // was printed; the code a reader reads or types is held to 88 columns
-        if (code.closest('.language-text, .language-pycon, .jp-OutputArea')) continue;
+        const wrap = code.closest('.highlight');
+        const lang = wrap ? [...wrap.classList].find(c => c.startsWith('language-')) : null;
+        if (!lang || lang === 'language-text' || lang === 'language-pycon' || code.closest('.jp-OutputArea'))
+            continue;
         const console = !!code.closest('.language-console');
         const lines = code.innerText.split('\n').filter(l => !console || l.startsWith('$ '));
         const longest = Math.max(0, ...lines.map(l => l.length));

@@ -176,7 +176,7 @@ def _register() -> None:
         ax.grid(alpha=0.3)
         ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
                   title=f"Streaming read, {pages.machine_title(data, cores=False)};\n"
-                  "one point per block size", title_fontsize=11.5, alignment="left")
+                  "one point per block size", title_fontsize=12.5, alignment="left")
         return pages.svg(fig)
 
     @pages.renderer(NAME, "occupancy-table")
@@ -259,7 +259,7 @@ def _register() -> None:
         b.set_ylabel("% of the stride-1 rate")
         _plain_log_axis(b.yaxis, [100 * r["fraction_of_stride1"] for _, rows, _ in series for r in rows])
         a.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
-                 title="copy out[i] = x[i * stride], float32", title_fontsize=11.5,
+                 title="copy out[i] = x[i * stride], float32", title_fontsize=12.5,
                  alignment="left")
         return pages.svg(fig)
 
@@ -338,7 +338,7 @@ def _register() -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="lower left", bbox_to_anchor=(-0.02, 1.0), frameon=False,
                   title=f"{p['n']:,} threads x {p['iters']:,} multiply-adds,\n"
-                  f"{pages.machine_title(data, cores=False)}", title_fontsize=11.5,
+                  f"{pages.machine_title(data, cores=False)}", title_fontsize=12.5,
                   alignment="left")
         return pages.svg(fig)
 
