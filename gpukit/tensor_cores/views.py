@@ -273,11 +273,12 @@ def render_cuda_c(slug: str, data: dict) -> str:
         if r is None or lib is None:
             continue
         pct = 100 * r["tflops"] / lib["tflops"]
+        code = (f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
+                f"{_cu_section(section)}\n```")
         parts.append(f"**Rung {i}: {title}.** {text} On {pages.machine_title(data)} at "
                      f"{gpu['n']:,}^3 it reaches {pages.fmt_num(r['tflops'])} TFLOP/s, "
                      f"{pct:.1f} % of cuBLAS.\n\n"
-                     f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
-                     f"{_cu_section(section)}\n```")
+                     + pages.collapsed(f"The code of rung {i} ({section})", code))
     if not parts:
         return ("The three hand-written CUDA C rungs (WMMA, `mma.sync`, `wgmma` + TMA) "
                 f"were not recorded passing on {pages.machine_title(data)}; their "
