@@ -282,3 +282,36 @@ def test_long_logs_keep_their_first_and_last_lines():
     assert hook.trim_log(short, "x") == short                       # short outputs stay whole
     colored = log.replace("epoch 5", '<span class="ansi-red-fg">epoch 5</span>')
     assert hook.trim_log(colored, "x") == colored                   # markup is never cut
+
+
+def test_a_plot_a_phone_cannot_read_is_refused():
+    fig, ax = pages.figure()
+    ax.plot([1, 2], [1, 2])
+    assert pages.svg(fig).startswith('<div class="gpukit-plot"')           # a plain plot passes
+    fig, ax = pages.figure()
+    ax.text(0.5, 0.5, "tiny", fontsize=8)
+    with pytest.raises(pages.FigureError, match="pt"):
+        pages.svg(fig)
+    fig, ax = pages.figure()
+    ax.text(0.5, 0.5, "one label")
+    ax.text(0.5, 0.5, "another")
+    with pytest.raises(pages.FigureError, match="overlap"):
+        pages.svg(fig)
+    fig, ax = pages.figure()
+    ax.set_ylabel("a label far outside the axes", labelpad=200)
+    with pytest.raises(pages.FigureError, match="wide"):
+        pages.svg(fig)
+    import matplotlib.pyplot as plt
+    wide = plt.figure(figsize=(8, 3))
+    wide.add_subplot().plot([1, 2])
+    with pytest.raises(pages.FigureError, match="8.0 in wide"):
+        pages.svg(wide)
+
+
+def test_a_long_command_is_wrapped_within_88_columns():
+    words = ["gpukit", "train"] + [f"--option-{i} value-{i}" for i in range(20)]
+    block = pages.command_block(words)
+    lines = block.splitlines()[1:-1]
+    assert lines[0].startswith("$ gpukit train") and all(len(line) <= 88 for line in lines)
+    assert all(line.endswith(" \\") for line in lines[:-1]) and len(lines) > 2
+    assert " ".join(line.rstrip(" \\").strip() for line in lines).lstrip("$ ") == " ".join(words)
