@@ -416,3 +416,19 @@ def test_every_chapter_shows_a_picture_in_its_first_two_screens(site, browser, v
         if top is None or top >= 2 * height:
             late[path] = top
     assert not late, f"first picture below the first two screens ({2 * height} px): {late}"
+
+
+def test_a_chapter_s_idea_is_on_a_phone_s_first_screen(site, browser):
+    """On a phone the card's lists fold, so the chapter's first paragraph after the card starts
+    within the first screen."""
+    _, base = site
+    *_, page = visit(browser, base + "vector-add/", size=VIEWPORTS["phone"])
+    assert page.locator(".gpukit-card details.gpukit-card-fold").count() == 2
+    top = page.evaluate("""() => {
+        const card = document.querySelector('article .gpukit-card');
+        let el = card.nextElementSibling;
+        while (el && el.tagName !== 'P') el = el.nextElementSibling;
+        return el ? el.getBoundingClientRect().top : null;
+    }""")
+    assert top is not None and top < VIEWPORTS["phone"][1]
+    page.context.close()

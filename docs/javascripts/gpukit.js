@@ -100,7 +100,29 @@
     });
   }
 
+  /* On a phone a chapter's card would fill the first screen: its two lists fold behind their
+     headings, so the chapter's idea, picture and snippet come into view. */
+  function foldCardOnPhone(root) {
+    if (!window.matchMedia("(max-width: 44.9375em)").matches) return;
+    root.querySelectorAll(".md-typeset .admonition.gpukit-card").forEach(function (card) {
+      card.querySelectorAll(":scope > p").forEach(function (p) {
+        var list = p.nextElementSibling;
+        var strong = p.querySelector("strong");
+        if (!strong || !list || !/^(UL|OL)$/.test(list.tagName)) return;
+        if (!/^(You will learn|Takeaways)/.test(strong.textContent)) return;
+        var box = document.createElement("details");
+        box.className = "gpukit-card-fold";
+        var summary = document.createElement("summary");
+        summary.innerHTML = p.innerHTML;
+        box.appendChild(summary);
+        box.appendChild(list);
+        p.replaceWith(box);
+      });
+    });
+  }
+
   function setUp() {
+    foldCardOnPhone(document);
     fillInstallCommands(document.body);
     document.querySelectorAll("a.gpukit-notebook").forEach(function (a) {
       if (!a.dataset.gpukitBound) { a.dataset.gpukitBound = "1"; a.addEventListener("click", downloadNotebook); }
