@@ -15,7 +15,7 @@ import pytest
 from gpukit import pages, proc, results
 from gpukit.tensor_cores import meta, numerics
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, assert_one_line_error, run_cli
+from tests.helpers import ROOT, assert_one_line_error, run_cli, run_in_triton_interpreter
 
 AWKWARD_CPU = [(1, 1, 1), (17, 33, 65), (40, 20, 50), (33, 40, 32)]
 
@@ -115,8 +115,8 @@ def triton_in_interpreter(shapes):
 
 
 def test_triton_kernel_in_the_interpreter_at_awkward_shapes():
-    errors = proc.run_fresh("tests.test_tensor_cores:triton_in_interpreter", AWKWARD_CPU,
-                            env={**proc.NO_GPU, "TRITON_INTERPRET": "1"}, timeout=600)
+    errors = run_in_triton_interpreter("tests.test_tensor_cores:triton_in_interpreter",
+                                       AWKWARD_CPU)
     assert isinstance(errors, list), errors
     assert len(errors) == len(AWKWARD_CPU)
     assert all(0 <= e <= numerics.accumulation_bound(65) for e in errors)

@@ -1,6 +1,7 @@
 """Timing: the helpers that judge a number, the poisoned-output catch, the example's
 bad input, and the chapter's tables and plots from a quick CPU run."""
 
+import json
 import subprocess
 import sys
 import threading
@@ -212,7 +213,7 @@ def test_quick_cpu_run_renders_the_chapter(tmp_path, monkeypatch):
     assert data["poison"]["simulator"] and data["poison"]["cases"][-1]["caught"]
     assert [r["working_set_bytes"] for r in data["cache"]["rows"]] == [2**20, 2**21, 2**22]
 
-    results.save(measure.NAME, data, root=tmp_path)
+    saved = results.save(measure.NAME, data, root=tmp_path)
     md = pages.render(measure.NAME, "first_call", root=tmp_path)
     assert "`numba-cpu`" in md and "Measured on" in md
     assert "start Python" in pages.render(measure.NAME, "context", root=tmp_path)
@@ -224,6 +225,12 @@ def test_quick_cpu_run_renders_the_chapter(tmp_path, monkeypatch):
         assert "<p>" not in svg and "</p>" not in svg and ("MiB" in svg or "run number" in svg)
     facts = pages.render(measure.NAME, "cache_facts", root=tmp_path)
     assert "highest apparent bandwidth" in facts and "smallest working set, 1 MiB" in facts
+    # a server CPU's long model name still fits a phone-width plot (check_figure refuses wider)
+    record = json.loads(saved.read_text())
+    record["machine"]["cpu"]["model"] = "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz, 2 sockets"
+    saved.write_text(json.dumps(record))
+    for view in ("one_run_plot", "cache_plot"):
+        assert "Platinum" in pages.render(measure.NAME, view, root=tmp_path)
     assert "**caught**" in pages.render(measure.NAME, "poison", root=tmp_path)
     for gpu_only in ("nosync", "transfers", "cache", "zeros", "right_way", "torch_profiler", "ncu",
                      "one_run_facts"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
@@ -28,7 +30,8 @@ def _where(data: dict) -> str:
     """The hardware and date, for a plot's title (with the CPU's cores on a machine without a GPU)."""
     m = data["machine"]
     hw = m["gpu"]["name"] if m.get("gpu") else f"{m['cpu']['model']} ({m['cpu']['usable_cpus']} cores, no GPU)"
-    return f"{hw}, {m['date'][:10]}"
+    # wrapped: a long CPU model name on one line would push the plot past a phone's width
+    return textwrap.fill(f"{hw}, {m['date'][:10]}", 36)
 
 
 def _error_block(p: dict) -> str:
