@@ -7,11 +7,14 @@ The rules this module enforces:
 * device work is timed with **CUDA events** of the library that launched it
   (numba, CuPy or torch), after a warm-up, many times; the median is reported
   with min and max;
-* next to each event time, the **host time** of the call is recorded: an asynchronous launch
-  returns long before the GPU is done, so a host time of half the event time or more means the host
-  was blocked inside the timed region (a hidden synchronisation, a copy) or that launching
-  costs as much as the work; such a row is flagged ``host_bound``. For kernels of a few
-  microseconds, ``batch=K`` times K launches back to back between one pair of events;
+* next to each event time, the **host time** of the call is recorded, and whether the call
+  **waits for the GPU** is measured directly: a kernel that spins is queued first and the call
+  made behind it; a call that returns while the spin still runs did not wait. A call that waits
+  is flagged ``blocks`` (its events time a round trip, not the device work alone). Behind the
+  spin the queue has room, so the host time there is the cost of launching alone: where it
+  reaches half the event time the row is flagged ``launch_bound`` (the GPU waits for the host).
+  For kernels of a few microseconds, ``batch=K`` times K launches back to back between one pair
+  of events;
 * a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
   same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
 * every saved number carries a **machine record** (GPU, driver, versions, CPU, date):
@@ -20,6 +23,7 @@ The rules this module enforces:
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -30,9 +34,11 @@ from . import device
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
 
-#: a row whose host time per call reaches this fraction of its event time is ``host_bound``: an
-#: asynchronous launch of real work returns in a few microseconds, far below its event time
-HOST_BOUND_FRACTION = 0.5
+#: a call whose host time behind a spinning kernel (launching alone) reaches this fraction of its
+#: event time is ``launch_bound``: the GPU then waits for the host between calls
+LAUNCH_BOUND_FRACTION = 0.5
+#: calls made behind the spinning kernel (a call that synchronises every few calls is caught)
+PROBE_CALLS = 4
 
 
 @dataclass
@@ -49,6 +55,11 @@ class Timing:
     host_samples_s: list[float] | None = field(default=None, repr=False)
     #: launches between one pair of events (each sample is their time divided by ``batch``)
     batch: int = 1
+    #: True when a call returned only after earlier GPU work finished (measured behind a
+    #: spinning kernel); None where not measured (wall clock, simulator, no spin available)
+    blocks: bool | None = None
+    #: host time of each call made behind the spinning kernel: the cost of launching alone
+    launch_samples_s: list[float] | None = field(default=None, repr=False)
 
     @property
     def median_s(self) -> float:
@@ -60,12 +71,18 @@ class Timing:
         return statistics.median(self.host_samples_s) if self.host_samples_s else None
 
     @property
-    def host_bound(self) -> bool:
-        """True when the host time per call is at least :data:`HOST_BOUND_FRACTION` of the event
-        time: the events then time the host (a blocking call inside the timed region, or a
-        launch that costs as much as the kernel), not the device work alone."""
-        host = self.host_median_s
-        return host is not None and host >= HOST_BOUND_FRACTION * self.median_s
+    def launch_s(self) -> float | None:
+        """Median host time per call with room in the GPU's queue (behind the spin)."""
+        return statistics.median(self.launch_samples_s) if self.launch_samples_s else None
+
+    @property
+    def launch_bound(self) -> bool | None:
+        """True when launching alone costs at least :data:`LAUNCH_BOUND_FRACTION` of the event
+        time and the call does not wait: back to back, the GPU idles between calls, so the
+        events time the host's launches. None where not measured."""
+        if self.blocks is None or self.launch_s is None:
+            return None
+        return not self.blocks and self.launch_s >= LAUNCH_BOUND_FRACTION * self.median_s
 
     @property
     def min_s(self) -> float:
@@ -88,16 +105,27 @@ class Timing:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("host_samples_s")
+        d.pop("launch_samples_s")
         d.update(median_s=self.median_s, min_s=self.min_s, max_s=self.max_s,
                  repeats=len(self.samples_s), gbs=self.gbs, tflops=self.tflops,
-                 host_median_s=self.host_median_s, host_bound=self.host_bound)
+                 host_median_s=self.host_median_s, launch_s=self.launch_s,
+                 launch_bound=self.launch_bound)
         return d
+
+    def flags(self) -> dict:
+        """The host-side fields a results row carries (for rows built by hand)."""
+        return {"host_median_s": self.host_median_s, "blocks": self.blocks,
+                "launch_s": self.launch_s, "launch_bound": self.launch_bound}
 
     def __str__(self) -> str:
         rate = f", {self.gbs:,.0f} GB/s" if self.gbs else ""
         rate += f", {self.tflops:,.2f} TFLOP/s" if self.tflops else ""
-        flag = (f" [HOST-BOUND: the host spent {self.host_median_s * 1e3:.4f} ms per call; "
-                f"this times the host, not the device]") if self.host_bound else ""
+        flag = ""
+        if self.blocks:
+            flag = " [BLOCKS: the call waited for the GPU; the events time a round trip]"
+        elif self.launch_bound:
+            flag = (f" [LAUNCH-BOUND: launching alone took {self.launch_s * 1e3:.4f} ms per "
+                    f"call; the GPU waits for the host]")
         return (f"{self.name}: first call {self.first_call_s * 1e3:.3f} ms, median "
                 f"{self.median_s * 1e3:.4f} ms (min {self.min_s * 1e3:.4f}, max "
                 f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}{flag}")
@@ -131,8 +159,94 @@ class _EventTimer:
     def event(self):
         return self._new()
 
+    def done(self, event) -> bool:
+        """True when the GPU has passed ``event`` (a query; never waits)."""
+        if self.library == "cupy":
+            return event.done
+        return event.query()
+
     def elapsed_s(self, start, end) -> float:
         return self._elapsed_ms(start, end) / 1e3
+
+
+_SPIN_CUDA = r"""
+extern "C" __global__ void gpukit_spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+
+
+@functools.cache
+def _spinner(library: str):
+    """``spin(seconds)``: queue one kernel that keeps the GPU busy about that long, on the
+    library's current stream; None where the library cannot (the simulator, no GPU).
+    Its clock rate is calibrated once with events, since the SM clock varies."""
+    if library == "cupy":
+        import cupy
+        kernel = cupy.RawKernel(_SPIN_CUDA, "gpukit_spin")
+        launch = lambda cycles: kernel((1,), (1,), (cupy.int64(cycles),))  # noqa: E731
+    elif library == "torch":
+        import torch
+        launch = torch.cuda._sleep
+    elif library == "numba":
+        from numba import cuda
+        if device.simulator_enabled():
+            return None
+
+        @cuda.jit
+        def nap(micros):
+            for _ in range(micros):
+                cuda.nanosleep(1000)
+        launch = lambda micros: nap[1, 1](micros)  # noqa: E731
+    else:
+        return None
+    ev = _EventTimer(library)
+    unit = 10**6 if library != "numba" else 1000     # cycles, or microsecond naps
+    launch(unit)                                       # compile and load
+    a, b = ev.event(), ev.event()
+    a.record()
+    launch(unit)
+    b.record()
+    ev.synchronize()
+    per_second = unit / ev.elapsed_s(a, b)
+    return lambda seconds: launch(max(1, int(seconds * per_second)))
+
+
+def _probe(fn, ev: "_EventTimer", timer: str, calls: int, host_s: float, gpu_s: float):
+    """Call ``fn`` up to ``calls`` times behind a spinning kernel. Returns (blocks, host
+    times of the calls), or (None, None) where no spin is available.
+
+    When the spin has ended by the time a call returns, either that call waited for the GPU
+    or the GPU's queue was full (hundreds of launches queued behind the spin). The work
+    still queued then tells them apart: a call that waited returns with at most its own
+    work left to run; a full queue holds the work of many calls. So the time the GPU takes
+    to drain what is queued is compared with one call's GPU time, ``gpu_s``."""
+    spin = _spinner(timer)
+    if spin is None:
+        return None, None
+    seconds = min(5.0, max(0.02, 20 * calls * host_s))   # far longer than the launches
+    ev.synchronize()
+    end = ev.event()
+    spin(seconds)
+    end.record()
+    launch = []
+    clock = time.perf_counter
+    blocked = False
+    for _ in range(calls):
+        t0 = clock()
+        fn()
+        launch.append(clock() - t0)
+        if ev.done(end):
+            tail = ev.event()
+            tail.record()
+            t0 = clock()
+            while not ev.done(tail):
+                pass
+            blocked = clock() - t0 <= 1.5 * gpu_s + 50e-6
+            break
+    ev.synchronize()
+    return blocked, launch
 
 
 def _sync_for(timer: str) -> Callable[[], None]:
@@ -145,7 +259,8 @@ def _sync_for(timer: str) -> Callable[[], None]:
 
 def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = None,
           warmup: int = 3, repeat: int = 20, min_time_s: float = 0.0,
-          bytes: int | None = None, flops: float | None = None, batch: int = 1) -> Timing:
+          bytes: int | None = None, flops: float | None = None, batch: int = 1,
+          probe: bool = True) -> Timing:
     """Time ``fn()``: its first call, then ``repeat`` steady-state calls after ``warmup``.
 
     ``timer`` names the library whose CUDA events time device work (``"cupy"``,
@@ -156,10 +271,13 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
     adds repeats until the samples cover at least that much time.
     Give ``bytes`` (moved through memory) or ``flops`` to get GB/s or TFLOP/s.
 
-    With events, the host time of each timed call is recorded too (``host_median_s``), and a
-    row where it reaches half the event time or more is flagged ``host_bound``. ``batch=K`` runs K
-    calls back to back between one pair of events and reports their time divided by K: for
-    kernels of a few microseconds, where a pair of events per call times the launch gaps.
+    With events, the host time of each timed call is recorded too (``host_median_s``), and
+    ``PROBE_CALLS`` more calls are made behind a kernel that spins (``probe=False`` skips
+    this): ``blocks`` says whether one of them waited for the GPU, ``launch_s`` what a call
+    costs the host with room in the queue, ``launch_bound`` whether that reaches half the
+    event time. ``batch=K`` runs K calls back to back between one pair of events and reports
+    their time divided by K: for kernels of a few microseconds, where a pair of events per
+    call times the launch gaps.
     """
     if timer not in TIMERS:
         raise ValueError(f"unknown timer {timer!r}; choose one of {', '.join(TIMERS)}")
@@ -206,9 +324,14 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
                 samples.append((clock() - t0) / batch)
         if sum(samples) >= min_time_s or len(samples) >= 100 * repeat:
             break
+    blocks = launch = None
+    if ev is not None and probe:
+        blocks, launch = _probe(fn, ev, timer, PROBE_CALLS * batch,
+                                statistics.median(host), statistics.median(samples))
     return Timing(name=name, timer="cuda-events:" + timer if ev else "wall-clock",
                   first_call_s=first, samples_s=samples, bytes=bytes, flops=flops,
-                  host_samples_s=host or None, batch=batch)
+                  host_samples_s=host or None, batch=batch, blocks=blocks,
+                  launch_samples_s=launch)
 
 
 def copy_ceiling(timer: str = "cupy", nbytes: int = 2 * 2**30) -> Timing:

@@ -124,22 +124,33 @@ def plot_title(data: dict) -> str:
 
 
 def dagger(row: dict) -> str:
-    """`` †`` when a row's timing was host-bound (see :func:`host_bound_note`), else ``""``."""
-    return " †" if row.get("host_bound") else ""
+    """`` †`` when a row's call waited for the GPU, `` ‡`` when launching it costs at least half
+    its GPU time (both measured by ``gpukit.bench``, see :func:`flag_note`), else ``""``."""
+    if row.get("blocks"):
+        return " †"
+    return " ‡" if row.get("launch_bound") else ""
 
 
 def marked(row: dict) -> str:
-    """A row's name, with a dagger when its timing was host-bound."""
+    """A row's name, with its flag (see :func:`dagger`)."""
     return row["name"] + dagger(row)
 
 
-def host_bound_note(rows: list[dict]) -> str:
-    """The note under a table with host-bound rows (``gpukit.bench`` flags them), else ``""``."""
-    if not any(r.get("host_bound") for r in rows):
-        return ""
-    return ("\n\n† Host-bound: the host was busy for at least half of this row's event time "
-            "(a call that blocks, or a launch as long as the kernel), so the row times the host "
-            "more than the GPU.")
+def flag_note(rows: list[dict]) -> str:
+    """The notes under a table whose rows carry a flag of :func:`dagger`, else ``""``.
+
+    Records made before the flags were measured directly carry an older ``host_bound`` key,
+    which compared host and event times and was wrong both ways; it is not shown."""
+    notes = []
+    if any(r.get("blocks") for r in rows):
+        notes.append("† The call waits for the GPU: made behind a kernel that keeps the GPU "
+                     "busy, it returned only after that kernel ended. Its time is a round trip "
+                     "through the host, not the GPU's work alone.")
+    if any(r.get("launch_bound") and not r.get("blocks") for r in rows):
+        notes.append("‡ Launch-bound: with room in the GPU's queue, launching this call alone "
+                     "costs the host at least half of its GPU time, so back to back the GPU "
+                     "waits for the host.")
+    return "".join("\n\n" + n for n in notes)
 
 
 def command_block(words: list[str], width: int = 88) -> str:

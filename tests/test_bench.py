@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from gpukit import bench, device, results
+from gpukit import bench, device, pages, results
 
 
 def test_first_call_reported_apart_from_steady_state():
@@ -149,15 +149,36 @@ def test_check_close_scans_in_chunks_and_misses_nothing(monkeypatch, shape):
         verify.check_close(got[..., :-1], ref)
 
 
-def test_host_bound_flags_a_row_whose_host_time_matches_its_event_time():
-    asynchronous = bench.Timing("async", "cuda-events:torch", 0.1, [1e-3] * 5, host_samples_s=[1e-5] * 5)
-    blocked = bench.Timing("blocked", "cuda-events:torch", 0.1, [1e-3] * 5, host_samples_s=[0.6e-3] * 5)
-    assert not asynchronous.host_bound and blocked.host_bound
-    d = blocked.to_dict()
-    assert d["host_bound"] is True and d["host_median_s"] == pytest.approx(0.6e-3)
-    assert "host_samples_s" not in d and "HOST-BOUND" in str(blocked)
+def test_launch_bound_needs_a_call_that_returned_before_the_gpu_finished():
+    t = dict(name="t", timer="cuda-events:torch", first_call_s=0.1, samples_s=[1e-3] * 5,
+             host_samples_s=[1e-3] * 5)
+    gpu_bound = bench.Timing(**t, blocks=False, launch_samples_s=[1e-5] * 4)
+    launch_bound = bench.Timing(**t, blocks=False, launch_samples_s=[0.6e-3] * 4)
+    waits = bench.Timing(**t, blocks=True, launch_samples_s=[0.9e-3] * 4)
+    unknown = bench.Timing(**t)
+    # host time equal to event time (a full queue) is not a flag by itself
+    assert gpu_bound.launch_bound is False and not gpu_bound.blocks
+    assert launch_bound.launch_bound is True and "LAUNCH-BOUND" in str(launch_bound)
+    assert waits.launch_bound is False and "BLOCKS" in str(waits)
+    assert unknown.launch_bound is None and unknown.blocks is None
+    d = launch_bound.to_dict()
+    assert d["launch_bound"] is True and d["blocks"] is False
+    assert d["launch_s"] == pytest.approx(0.6e-3) and d["host_median_s"] == pytest.approx(1e-3)
+    assert "host_samples_s" not in d and "launch_samples_s" not in d
+    assert launch_bound.flags() == {k: d[k] for k in ("host_median_s", "blocks", "launch_s",
+                                                      "launch_bound")}
     wall = bench.bench(lambda: None, repeat=3)
-    assert wall.host_samples_s is None and not wall.host_bound
+    assert wall.host_samples_s is None and wall.blocks is None and wall.launch_bound is None
+
+
+def test_page_flags_show_only_measured_flags():
+    rows = [{"name": "a", "blocks": True, "launch_bound": False},
+            {"name": "b", "blocks": False, "launch_bound": True},
+            {"name": "c", "host_bound": True}]                # an older record's key
+    assert [pages.marked(r) for r in rows] == ["a †", "b ‡", "c"]
+    note = pages.flag_note(rows)
+    assert "† The call waits" in note and "‡ Launch-bound" in note
+    assert pages.flag_note(rows[2:]) == "" and "‡" not in pages.flag_note(rows[:1])
 
 
 def test_batch_divides_the_time_by_the_launches():
@@ -170,21 +191,42 @@ def test_batch_divides_the_time_by_the_launches():
 
 
 @pytest.mark.gpu
-def test_a_blocking_call_inside_the_timed_region_is_flagged():
+@pytest.mark.parametrize("timer", ["torch", "cupy", "numba"])
+def test_a_call_that_waits_for_the_gpu_is_caught_behind_a_spin(timer):
     import torch
     x = torch.rand(2**26, device="cuda")
     y = torch.empty_like(x)
+    count = [0]
 
     def launch_only():
         torch.mul(x, 2.0, out=y)
 
-    def launch_and_wait():          # the hidden synchronisation of a careless wrapper
-        torch.mul(x, 2.0, out=y)
+    def wait_at_start():            # the hidden synchronisation of a careless wrapper
         torch.cuda.synchronize()
+        torch.mul(x, 2.0, out=y)
 
-    ok = bench.bench(launch_only, timer="torch", repeat=10)
-    bad = bench.bench(launch_and_wait, timer="torch", repeat=10)
-    assert not ok.host_bound, (ok.host_median_s, ok.median_s)
-    assert bad.host_bound, (bad.host_median_s, bad.median_s)
-    b2b = bench.bench(launch_only, timer="torch", repeat=5, batch=10)
-    assert b2b.median_s == pytest.approx(ok.median_s, rel=0.3)
+    def wait_every_third():         # hidden from a median of host times
+        count[0] += 1
+        torch.mul(x, 2.0, out=y)
+        if count[0] % 3 == 0:
+            torch.cuda.synchronize()
+
+    def long_queue():               # hundreds of short launches: back to back the queue fills
+        for _ in range(300):
+            torch.mul(x[:2**22], 2.0, out=y[:2**22])
+
+    def tiny():                     # a launch costs more than the kernel
+        torch.mul(x[:256], 2.0, out=y[:256])
+
+    t = {name: bench.bench(fn, timer=timer, repeat=10, name=name)
+         for name, fn in [("launch_only", launch_only), ("wait_at_start", wait_at_start),
+                          ("wait_every_third", wait_every_third), ("long_queue", long_queue),
+                          ("tiny", tiny)]}
+    assert t["launch_only"].blocks is False and t["launch_only"].launch_bound is False
+    assert t["wait_at_start"].blocks is True and t["wait_every_third"].blocks is True
+    q = t["long_queue"]
+    assert q.host_median_s > 0.5 * q.median_s, (q.host_median_s, q.median_s)  # the old flag's case
+    assert q.blocks is False and q.launch_bound is False
+    assert t["tiny"].blocks is False and t["tiny"].launch_bound is True
+    b2b = bench.bench(launch_only, timer=timer, repeat=5, batch=10)
+    assert b2b.median_s == pytest.approx(t["launch_only"].median_s, rel=0.3)

@@ -483,7 +483,7 @@ def _gpu_rows(fail=None):
     rows = []
     for p in puzzles.PUZZLES:
         r = {"puzzle": p.num, "title": p.title, "ok": p.num != fail, "roof": p.roof, "median_s": 1e-3,
-             "first_call_s": 0.1, "host_bound": p.roof is None, "grid": 8, "block": 256,
+             "first_call_s": 0.1, "blocks": False, "launch_bound": p.roof is None, "grid": 8, "block": 256,
              "sizes": {"n": 1000, "tpb": 256, "bins": 16, "tile": 16}, "message": "full size: wrong"}
         if p.roof == "copy":
             r.update(gbs=10.0 * p.num, tflops=None, percent_of_roof=1.0 * p.num)
@@ -498,9 +498,10 @@ def test_views_render_rates_roofs_and_targets_from_the_record():
     data = _record(_gpu_rows())
     gpu = views.speed("t", data)
     assert "- GB/s" not in gpu and "1.50 TFLOP/s" in gpu and "15.0 % of FP32 peak" in gpu
-    assert "1. Map †" in gpu and "Host-bound" in gpu          # one-block rows are marked
+    assert "1. Map ‡" in gpu and "Launch-bound" in gpu        # one-block rows are marked
+    assert "†" not in gpu                                     # no call waited
     table = views.scores("t", data)
-    assert "no roof (one block) †" in table and "20.0 % of copy" in table
+    assert "no roof (one block) ‡" in table and "20.0 % of copy" in table
     assert "20 of 20 reference solutions pass" in table
     marks = views.targets(data)
     assert [t.met for t in marks] == [True, True, True]

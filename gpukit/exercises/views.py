@@ -86,7 +86,7 @@ def scores(slug: str, data: dict) -> str:
                          _score(r["minimum"]), p.teaches])
         body = (table(["puzzle", "reference, % of roof", "minimum score", "teaches"], rows, "lrcl")
                 + "\n\nA score is the most global reads / global writes / shared-memory "
-                  "accesses of any one thread." + pages.host_bound_note(list(gpu.values())))
+                  "accesses of any one thread." + pages.flag_note(list(gpu.values())))
         return _sim_line(sim) + "\n\n" + pages.collapsed("The twenty puzzles: minimum scores and "
                                                         "the references' speed", body)
     for p, r in zip(_puzzles(), sim["rows"]):
@@ -146,7 +146,7 @@ def speed(slug: str, data: dict) -> str:
             f"{fmt_num(roofs.get('fp32_tflops'), 1)} TFLOP/s (SMs x FP32 lanes x 2 x clock, "
             "from the machine record).")
     body = table(["puzzle", "% of roof", "rate", "a call", "first call (compiles)", "size"],
-                 rows, "lrrrrr") + pages.host_bound_note(g["rows"])
+                 rows, "lrrrrr") + pages.flag_note(g["rows"])
     return head + "\n\n" + pages.collapsed("Every reference at full size: rate, time, size", body)
 
 
@@ -178,12 +178,14 @@ def plot(slug: str, data: dict) -> str:
     none = [r for r in g["rows"] if r["ok"] and r.get("percent_of_roof") is None]
     if none:
         times = sorted(r["median_s"] for r in none)
-        hb = sum(1 for r in none if r.get("host_bound"))
-        flagged = ("all flagged host-bound (†): they time the launch more than the kernel"
-                   if hb == len(none) else f"{hb} of them flagged host-bound (†)")
+        lb = sum(1 for r in none if r.get("launch_bound"))
+        flagged = ""
+        if any("launch_bound" in r for r in none):     # measured (older records lack it)
+            flagged = (", all launch-bound (‡): launching them costs the host more than their "
+                       "GPU work" if lb == len(none) else f", {lb} of them launch-bound (‡)")
         out += (f"\n\nLeft out: puzzles {none[0]['puzzle']} to {none[-1]['puzzle']}, one block "
-                f"each by their rules and with no roof. Their steady-state times, "
-                f"{fmt_time(times[0])} to {fmt_time(times[-1])} a call, are {flagged}.")
+                f"each by their rules and with no roof. Their steady-state times are "
+                f"{fmt_time(times[0])} to {fmt_time(times[-1])} a call{flagged}.")
     return out
 
 

@@ -93,7 +93,7 @@ def decode_row(model, batch, context, variant, roofs, *, repeat=10, timer="torch
     row = {"name": f"decode {model.precision} {variant} batch {batch}", "variant": variant,
            "precision": model.precision, "batch": batch, "context": context,
            "median_s": s, "min_s": t.min_s, "max_s": t.max_s, "repeats": len(t.samples_s),
-           "host_median_s": t.host_median_s, "host_bound": t.host_bound,
+           **t.flags(),
            "capture_s": first_s, "tokens_per_s": batch / s,
            "bytes_per_step": nbytes, "kv_bytes": cache.nbytes, "gbs": nbytes / s / 1e9,
            "flops_per_step": flops, "tflops": flops / s / 1e12}

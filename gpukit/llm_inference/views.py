@@ -116,7 +116,7 @@ def variants(slug: str, data: dict) -> str:
     elif fast and not fast.get("enabled"):
         note += ("\n\nThe split-cache attention kernels were not used on this machine: "
                  f"{fast.get('error', 'they did not match PyTorch attention')}.")
-    note += pages.host_bound_note(g["decode"])
+    note += pages.flag_note(g["decode"])
     return table(["batch"] + [f"{VARIANT_LABELS[v]}: tokens/s (of copy)" for v in names],
                  rows) + note
 

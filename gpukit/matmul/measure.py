@@ -258,7 +258,7 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
                                 repeat=repeat if s <= 4096 else max(3, repeat // 2),
                                 flops=2.0 * s**3, batch=sweep_batch(s))
                 entry.update(median_s=t.median_s, tflops=t.tflops, batch=t.batch,
-                             host_median_s=t.host_median_s, host_bound=t.host_bound)
+                             **t.flags())
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(entry)

@@ -257,7 +257,7 @@ def render_sweep(slug: str, data: dict) -> str:
     return pages.collapsed(
         "TFLOP/s at every size (in brackets: % of cuBLAS)",
         pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
-        + pages.host_bound_note([r for r in rows if "name" in r]))
+        + pages.flag_note([r for r in rows if "name" in r]))
 
 
 @pages.renderer("matmul", "tensor-cores")

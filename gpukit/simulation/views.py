@@ -140,7 +140,7 @@ def speed(slug: str, data: dict) -> str:
         f"{MODEL_TITLE[r['model']].split(' (')[0]}, `{r['name']}` ({WHERE[r['backend']]})" for r in over)
         + ". That copy is then no hard roof for the kernel (see the open questions).")
     body = table(["kernel, size", "rate", "achieved", "GPU / CPU", "steady state",
-                  "first call"], rows, "lrrrrr") + pages.host_bound_note(p["rows"]) + note
+                  "first call"], rows, "lrrrrr") + pages.flag_note(p["rows"]) + note
     if len(rows) > 12:                          # a long table opens on a click
         body = pages.collapsed(f"All {len(rows)} runs: rate, share of the roof, GPU / CPU, "
                                "time per step", body)

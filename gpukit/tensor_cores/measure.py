@@ -72,7 +72,7 @@ def _timed(fn, flops, repeat, *, graph=False, name=""):
 
 def _row(t, **extra):
     return {**extra, "median_s": t.median_s / t.batch, "tflops": t.tflops,
-            "first_call_s": t.first_call_s, "host_bound": t.host_bound,
+            "first_call_s": t.first_call_s, **t.flags(),
             "timing": t.to_dict()}
 
 

@@ -98,7 +98,7 @@ def render_ladder(slug: str, data: dict) -> str:
     head = (f"**{pages.machine_title(data)}**, C = A W<sup>T</sup> in bf16 with fp32 "
             f"sums, M = N = K = {n:,}; error: beyond the output's own rounding, relative "
             "to |A| |W|<sup>T</sup>, against float64.\n\n")
-    note = pages.host_bound_note(list(rows_by.values()))
+    note = pages.flag_note(list(rows_by.values()))
     return head + pages.table(["kernel", "written in", "TFLOP/s", "of cuBLAS", "median",
                                "first call", "error"], rows) + note
 
@@ -133,7 +133,7 @@ def render_sweep(slug: str, data: dict) -> str:
     graphs = sorted({r["n"] for r in gpu["sweep"] if r.get("graph")})
     head = (f"**{pages.machine_title(data)}**, TFLOP/s at M = N = K = n; sizes up to "
             f"{max(graphs) if graphs else 0:,} replayed from a CUDA graph of 10 calls.\n\n")
-    note = pages.host_bound_note(list(cell.values()))
+    note = pages.flag_note(list(cell.values()))
     return head + pages.table(["kernel", *[f"n = {s:,}" for s in sizes]], rows) + note
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..pages import (NotRecorded, fmt_num, fmt_time, host_bound_note, machine_title, marked,
+from ..pages import (NotRecorded, dagger, fmt_num, fmt_time, flag_note, machine_title, marked,
                      renderer, table)
 from .meta import NO_OUT
 from . import diagrams  # noqa: F401  (registers the "timeline" view)
@@ -19,7 +19,7 @@ def _vector_add_gpu(slug: str, data: dict) -> str:
     head = (f"**{machine_title(data)}**, {g['n']:,} float32 elements "
             f"({3 * g['n'] * 4 / 1e9:.1f} GB moved per add)\n\n")
     return head + table(["implementation", "of torch.add", "GB/s", "median", "host per call",
-                         "first call"], rows) + host_bound_note(g["rows"])
+                         "first call"], rows) + flag_note(g["rows"])
 
 
 
@@ -72,7 +72,7 @@ def _vector_add_gpu_plot(slug: str, data: dict) -> str:
     for y, r in enumerate(rows):
         ax.barh(y, r["gbs"], color="#2e7d32", height=0.42)
         ax.text(0, y - 0.26, r["name"], va="bottom")
-        ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + (" †" if r.get("host_bound") else "") + " ",
+        ax.text(r["gbs"], y, f"{r['gbs']:,.0f}" + dagger(r) + " ",
                 va="center", ha="right", color="white")
     if copy:
         ax.axvline(copy, color="#d32f2f", linestyle="--", linewidth=1.2)

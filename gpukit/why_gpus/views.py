@@ -224,7 +224,7 @@ def _register() -> None:
                     rows.append(row)
                 out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
                            + table(["elements"] + [SHORT[b] for b in present], rows)
-                           + pages.host_bound_note(timed))
+                           + pages.flag_note(timed))
             for e in part.get("errors", []):
                 out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
         return pages.collapsed("Every median time, size by size", "\n\n".join(out))
