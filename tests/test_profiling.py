@@ -594,3 +594,18 @@ def test_gpu_profile_command(tmp_path):
     assert "DRAM throughput" in proc.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vector-add-cupy-raw.json",
                                                           "vector-add-cupy-raw.ncu-rep"]
+
+
+def test_every_chapter_finds_ncu_the_same_way(tmp_path, monkeypatch):
+    from gpukit import tools
+    from gpukit.timing import profile
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("GPUKIT_NCU", str(fake))
+    assert tools.find_ncu() == ncu.find_ncu() == profile.find_ncu() == str(fake)
+    monkeypatch.setenv("GPUKIT_NCU", str(tmp_path / "missing"))    # set means only that one
+    assert tools.find_ncu() is None and profile.find_ncu() is None
+    fake.chmod(0o644)                                              # not executable
+    monkeypatch.setenv("GPUKIT_NCU", str(fake))
+    assert tools.find_ncu() is None

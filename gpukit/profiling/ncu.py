@@ -14,14 +14,14 @@ missing, counters not permitted, no kernel matched.
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
+
+from gpukit.tools import find_ncu  # noqa: F401  (part of this module's API)
 
 #: the sections every profile collects (``ncu --list-sections`` names them)
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats",
@@ -35,8 +35,6 @@ METRICS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.
            "launch__registers_per_thread",
            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
-#: where ncu usually lives when it is not on PATH
-SEARCH = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu")
 PERMISSION_URL = "https://developer.nvidia.com/ERR_NVGPUCTRPERM"
 MISSING = ("ncu (Nsight Compute) was not found on PATH, in /usr/local/cuda/bin or "
            "/opt/nvidia/nsight-compute: add the CUDA toolkit's bin folder to PATH "
@@ -53,21 +51,6 @@ class NcuError(RuntimeError):
     def __init__(self, kind: str, message: str):
         super().__init__(message)
         self.kind = kind
-
-
-def find_ncu() -> str | None:
-    """The ncu to run: ``$GPUKIT_NCU`` if set (and only it), else PATH, else the usual places."""
-    env = os.environ.get("GPUKIT_NCU")
-    if env is not None:
-        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
-    exe = shutil.which("ncu")
-    if exe:
-        return exe
-    for pattern in SEARCH:
-        for cand in sorted(glob.glob(pattern), reverse=True):
-            if os.access(cand, os.X_OK):
-                return cand
-    return None
 
 
 def require_ncu() -> str:

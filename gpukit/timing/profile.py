@@ -8,10 +8,7 @@ that report.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +16,7 @@ import time
 import numpy as np
 
 from gpukit import proc
+from gpukit.tools import find_ncu
 
 from .kernels import A, check_saxpy, cupy_kernel, make_inputs
 
@@ -26,18 +24,6 @@ NCU_ARGS = ["--section", "SpeedOfLight", "--kernel-name", "regex:gpukit_saxpy",
             "--launch-count", "1"]
 #: the process ``ncu`` starts: one call of this module's :func:`ncu_target`
 TARGET = "gpukit.timing.profile:ncu_target"
-
-
-def find_ncu() -> str | None:
-    """Nsight Compute's command line, on PATH or where the CUDA toolkit puts it."""
-    exe = shutil.which("ncu")
-    if exe:
-        return exe
-    for cand in ["/usr/local/cuda/bin/ncu", *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"),
-                                                    reverse=True)]:
-        if os.path.exists(cand):
-            return cand
-    return None
 
 
 def nsight_compute(n: int, timeout: float = 60) -> dict:
