@@ -30,3 +30,25 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO], object], *, bina
             os.unlink(tmp)
         raise
     return path
+
+
+def png_bytes(rgb, *, optimize: bool = False) -> bytes:
+    """An 8-bit image (height, width[, 3]) as PNG bytes."""
+    import io
+
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="PNG", optimize=optimize)
+    return buf.getvalue()
+
+
+def write_png(rgb, path: str | os.PathLike, *, optimize: bool = False) -> Path:
+    """Write an 8-bit image as a PNG file, atomically (see :func:`atomic_write`)."""
+    data = png_bytes(rgb, optimize=optimize)
+    return atomic_write(path, lambda fh: fh.write(data), binary=True)
+
+
+def png_data_uri(rgb, *, optimize: bool = False) -> str:
+    """An 8-bit image as a ``data:image/png;base64,...`` address, to inline it in a page."""
+    import base64
+    return "data:image/png;base64," + base64.b64encode(png_bytes(rgb, optimize=optimize)).decode()

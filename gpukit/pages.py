@@ -180,6 +180,13 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def fmt_pct(value: float | None, digits: int = 1, *, fraction: bool = False) -> str:
+    """``61.3 %`` from a percentage (or from a fraction, ``fraction=True``); ``-`` for None."""
+    if value is None:
+        return "-"
+    return f"{100 * value if fraction else value:.{digits}f} %"
+
+
 def fmt_ratio(value: float | None, digits: int = 1) -> str:
     """A speed ratio such as ``5.1x``; below 1, two significant digits (``0.049x``, not ``0.0x``)."""
     if value is None:

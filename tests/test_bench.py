@@ -230,3 +230,20 @@ def test_a_call_that_waits_for_the_gpu_is_caught_behind_a_spin(timer):
     assert t["tiny"].blocks is False and t["tiny"].launch_bound is True
     b2b = bench.bench(launch_only, timer=timer, repeat=5, batch=10)
     assert b2b.median_s == pytest.approx(t["launch_only"].median_s, rel=0.3)
+
+
+def test_png_helpers_round_trip(tmp_path):
+    import base64
+    import io
+
+    from PIL import Image
+
+    from gpukit import files
+    rgb = np.random.default_rng(0).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    path = files.write_png(rgb, tmp_path / "sub" / "a.png")
+    assert np.array_equal(np.asarray(Image.open(path)), rgb)
+    uri = files.png_data_uri(rgb)
+    assert uri.startswith("data:image/png;base64,")
+    back = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
+    assert np.array_equal(np.asarray(back), rgb)
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["a.png"]   # no temporary left

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import pages, results
-from ..pages import fmt_num, fmt_time, machine_title, plot_title, table
+from ..pages import fmt_num, fmt_pct, fmt_time, machine_title, plot_title, table
 from .ddp_steps import COMMAND
 from .measure import TUTORIAL_REPORTED, step_times
 
@@ -18,10 +18,6 @@ ACC_TARGET = 0.93             # mean test-half accuracy over the seeds
 PAIR_TARGET = 2.0             # two independent runs at once, models per hour over one GPU
 REAL_OVER_SYNTHETIC = 1.10    # a step on real photos over a step on synthetic data
 TUTORIAL_FACTOR = 10.0        # images/s over the tutorial pipeline measured in the same run
-
-
-def _pct(x: float, digits: int = 1) -> str:
-    return f"{100 * x:.{digits}f} %"
 
 
 def _ci(ci) -> str:
@@ -43,11 +39,11 @@ def _span(xs, fmt) -> str:
 def _summary(slug: str, data: dict) -> str:
     t = data["training"]
     rs = t["rows"]
-    rows = [[f"seed {r['seed']}", f"**{_pct(r['test_acc'])}** ({_ci(r['test_ci'])})", _pct(r["selection_acc"]),
-             _pct(r["val_acc"]), fmt_time(r["time_to_model_s"]), fmt_num(r["images_per_s"])] for r in rs]
+    rows = [[f"seed {r['seed']}", f"**{fmt_pct(r['test_acc'], fraction=True)}** ({_ci(r['test_ci'])})", fmt_pct(r["selection_acc"], fraction=True),
+             fmt_pct(r["val_acc"], fraction=True), fmt_time(r["time_to_model_s"]), fmt_num(r["images_per_s"])] for r in rs]
     mean_test = _mean(r["test_acc"] for r in rs)
-    rows.append(["**mean**", f"**{_pct(mean_test)}**", _pct(_mean(r["selection_acc"] for r in rs)),
-                 _pct(_mean(r["val_acc"] for r in rs)), fmt_time(_mean(r["time_to_model_s"] for r in rs)), ""])
+    rows.append(["**mean**", f"**{fmt_pct(mean_test, fraction=True)}**", fmt_pct(_mean(r["selection_acc"] for r in rs), fraction=True),
+                 fmt_pct(_mean(r["val_acc"] for r in rs), fraction=True), fmt_time(_mean(r["time_to_model_s"] for r in rs)), ""])
     c = t["config"]
     n_test, n_sel = rs[0]["n_test"], rs[0]["n_selection"]
     head = (f"{t['n']:,} training photos; {t['n_val']:,} validation photos split into a selection half "
@@ -134,7 +130,7 @@ def _pair(slug: str, data: dict) -> str:
     p = data["training"].get("pair")
     if not p:
         raise pages.NotRecorded("pair")  # needs two GPUs
-    rows = [[f"seed {r['seed']}", f"GPU {k}", _pct(r["test_acc"]), fmt_time(r["time_to_model_s"]),
+    rows = [[f"seed {r['seed']}", f"GPU {k}", fmt_pct(r["test_acc"], fraction=True), fmt_time(r["time_to_model_s"]),
              fmt_time(r["process_s"])] for k, r in enumerate(p["runs"])]
     ratio = p["throughput_ratio"]
     limit = (" Two GPUs cannot do more than twice the work of one: the part above 2x is timing "
@@ -152,13 +148,13 @@ def _variants(slug: str, data: dict) -> str:
     v, c = t["variants_seed0"], t["config"]
     more = t.get("more", [])
     rows = [[f"seed 0 as trained (eval at {c['eval_size']} px{', mirror averaged' if t['tta'] else ''})",
-             _pct(t["rows"][0]["val_acc"])],
-            ["seed 0, without mirror averaging", _pct(v["no_tta"])],
-            [f"seed 0, evaluated at the training size, {c['img_size']} px", _pct(v["at_train_size"])]]
+             fmt_pct(t["rows"][0]["val_acc"], fraction=True)],
+            ["seed 0, without mirror averaging", fmt_pct(v["no_tta"], fraction=True)],
+            [f"seed 0, evaluated at the training size, {c['img_size']} px", fmt_pct(v["at_train_size"], fraction=True)]]
     rows = [row + [""] for row in rows] if more else rows
     for w in more:
         rows.append([f"seed 0, {w['epochs']} epochs, width {w['width']} ({w['params'] / 1e6:.2f} M "
-                     "parameters)", _pct(w["val_acc"]), fmt_time(w["wall_s"])])
+                     "parameters)", fmt_pct(w["val_acc"], fraction=True), fmt_time(w["wall_s"])])
     return table(["variant", f"accuracy on all {t['n_val']:,} validation photos"] + (["wall time"] if more else []),
                  rows)
 
@@ -342,8 +338,8 @@ def _sweep(slug: str, data: dict) -> str:
     for r in sorted(s["rows"], key=lambda r: -r["selection_mean"]):
         change = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["changes"].items()) or "(base recipe)"
         name = f"**`{r['name']}`** (chosen)" if r["name"] == chosen else f"`{r['name']}`"
-        rows.append([name, change, len(r["seeds"]), f"**{_pct(r['selection_mean'])}**", _pct(r["test_mean"]),
-                     f"{_pct(r['test_min'])} - {_pct(r['test_max'])}"])
+        rows.append([name, change, len(r["seeds"]), f"**{fmt_pct(r['selection_mean'], fraction=True)}**", fmt_pct(r["test_mean"], fraction=True),
+                     f"{fmt_pct(r['test_min'], fraction=True)} - {fmt_pct(r['test_max'], fraction=True)}"])
     n_sel, n_test = data["runs"][0]["n_selection"], data["runs"][0]["n_test"]
     head = (f"Each variant changes the base recipe (peak learning rate {base['lr']}, "
             f"weight average {base['ema']}, label smoothing {base['label_smoothing']}, crops from "
@@ -359,9 +355,9 @@ def _sweep(slug: str, data: dict) -> str:
         diff = 100 * (c["test_mean"] - b["test_mean"])
         same = abs(diff) < 0.05
         tail += (f"The choice, `{chosen}`, leads the base recipe by {gain:.1f} points on the selection half; "
-                f"on the test half its mean is {_pct(c['test_mean'])}, "
+                f"on the test half its mean is {fmt_pct(c['test_mean'], fraction=True)}, "
                 + ("equal to the base recipe's: the lead did not carry over to photos it was not chosen on."
-                   if same else f"{diff:+.1f} points from the base recipe's {_pct(b['test_mean'])}."))
+                   if same else f"{diff:+.1f} points from the base recipe's {fmt_pct(b['test_mean'], fraction=True)}."))
     sel = [r["selection_mean"] for r in s["rows"]]
     test = [r["test_mean"] for r in s["rows"]]
     seeds = max(r["test_max"] - r["test_min"] for r in s["rows"])
@@ -522,7 +518,7 @@ def _ddp_regimes(slug: str, g: dict, by: dict) -> list[dict]:
         within = all(min(ref) <= r["test_acc"] <= max(ref) for r in manys) if len(ref) > 1 else None
         steps1 = [r["phases"].get("training steps") for r in ones if r.get("phases")]
         out.append({"regime": regime, "n": n, "ref": ref, "src": src, "within": within,
-                    "accs": ", ".join(_pct(r["test_acc"]) for r in manys),
+                    "accs": ", ".join(fmt_pct(r["test_acc"], fraction=True) for r in manys),
                     "t1": _mean(r["time_to_model_s"] for r in ones),
                     "tn": _mean(r["time_to_model_s"] for r in manys),
                     "steps1": _mean(steps1) if steps1 and None not in steps1 else None})
@@ -554,7 +550,7 @@ def _ddp_runs(slug: str, data: dict) -> str:
         by.setdefault(r["regime"], {}).setdefault(r["gpus"], []).append(r)
         agree = "yes" if r.get("ranks_agree") else ("-" if r["gpus"] == 1 else "**NO**")
         rows.append([f"`{r['regime']}`", r["gpus"], r["seed"],
-                     f"{_pct(r['test_acc'])} ({_ci(r['test_ci'])})", fmt_time(r["time_to_model_s"]),
+                     f"{fmt_pct(r['test_acc'], fraction=True)} ({_ci(r['test_ci'])})", fmt_time(r["time_to_model_s"]),
                      fmt_num(r["images_per_s"]), agree])
     lines = []
     multi = [r for per in by.values() for k, rs in per.items() if k > 1 for r in rs]
@@ -564,9 +560,9 @@ def _ddp_runs(slug: str, data: dict) -> str:
     for f in _ddp_regimes(slug, g, by):
         acc_line = (f"{f['n']}-GPU test accuracy ({f['accs']}) "
                     f"{'within' if f['within'] else 'outside'} the spread of {f['src']} "
-                    f"({_pct(min(f['ref']))} to {_pct(max(f['ref']))})" if f["within"] is not None else
+                    f"({fmt_pct(min(f['ref']), fraction=True)} to {fmt_pct(max(f['ref']), fraction=True)})" if f["within"] is not None else
                     f"{f['n']}-GPU test accuracy ({f['accs']}) against one seed on one GPU "
-                    f"({_pct(f['ref'][0])}), with no seed spread to compare with")
+                    f"({fmt_pct(f['ref'][0], fraction=True)}), with no seed spread to compare with")
         bound = ""
         if f["steps1"] is not None:
             t1, st, n = f["t1"], f["steps1"], f["n"]
@@ -600,8 +596,8 @@ def _targets(data: dict) -> list[pages.Target]:
         out.append(pages.Target("Cats vs dogs: command start to a trained model, slowest seed",
                                 f"<= {TIME_TARGET_S:.0f} s", fmt_time(slowest), slowest <= TIME_TARGET_S))
         out.append(pages.Target(f"Cats vs dogs: mean test-half accuracy over {len(rs)} seeds",
-                                f">= {_pct(ACC_TARGET, 0)} (post hoc: set after a run was measured "
-                                "on the same validation photos)", _pct(mean_test, 2), mean_test >= ACC_TARGET))
+                                f">= {fmt_pct(ACC_TARGET, 0, fraction=True)} (post hoc: set after a run was measured "
+                                "on the same validation photos)", fmt_pct(mean_test, 2, fraction=True), mean_test >= ACC_TARGET))
         p = t.get("pair")
         if p:
             ratio = p["throughput_ratio"]

@@ -95,12 +95,8 @@ def images_agree(a: np.ndarray, b: np.ndarray) -> dict:
 
 def to_png_bytes(image: np.ndarray) -> bytes:
     """An image in [0, 1] as PNG bytes (8 bits per channel)."""
-    import io
-
-    from PIL import Image
-    buf = io.BytesIO()
-    Image.fromarray(to_uint8(image)).save(buf, format="PNG", optimize=True)
-    return buf.getvalue()
+    from ..files import png_bytes
+    return png_bytes(to_uint8(image), optimize=True)
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
@@ -108,7 +104,6 @@ def to_uint8(image: np.ndarray) -> np.ndarray:
 
 
 def write_png(image: np.ndarray, path) -> None:
-    """Write atomically: a temporary file beside ``path``, renamed over it when complete."""
-    from ..files import atomic_write
-    data = to_png_bytes(image)
-    atomic_write(path, lambda fh: fh.write(data), binary=True)
+    """An image in [0, 1] as a PNG file, written atomically."""
+    from ..files import write_png as write
+    write(to_uint8(image), path, optimize=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpukit import pages
-from gpukit.pages import fmt_num, fmt_ratio, fmt_time, table
+from gpukit.pages import fmt_num, fmt_pct, fmt_ratio, fmt_time, table
 
 from .meta import (NAME, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
                    TARGET_INT4_SPEEDUP, TARGET_INT8_SPEEDUP, TARGET_PREFILL_SHARE,
@@ -14,10 +14,6 @@ GB = 1e9
 
 def _gpu(data: dict) -> dict:
     return data["gpu"]
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f} %"
 
 
 def _gb(x: float | None) -> str:
@@ -40,7 +36,7 @@ def decode(slug: str, data: dict) -> str:
     rows = []
     for r in _best(g):
         rows.append([str(r["batch"]), fmt_num(r["tokens_per_s"], 1), fmt_time(r["median_s"]),
-                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy")),
+                     fmt_num(r["gbs"]), fmt_pct(r.get("share_of_copy"), fraction=True),
                      fmt_num(r.get("memory_roof_tokens_per_s")),
                      fmt_num(r.get("compute_roof_tokens_per_s"))])
     head = (f"{g['model']} shape, bf16, {g['best_variant']} "
@@ -97,7 +93,7 @@ def variants(slug: str, data: dict) -> str:
         for v in names:
             r = by.get((v, b))
             line.append("-" if r is None else
-                        f"{fmt_num(r['tokens_per_s'], 1)} ({_pct(r.get('share_of_copy'))})"
+                        f"{fmt_num(r['tokens_per_s'], 1)} ({fmt_pct(r.get('share_of_copy'), fraction=True)})"
                         + pages.dagger(r))
         rows.append(line)
     compile_s = g.get("compile_s", {})
@@ -133,7 +129,7 @@ def prefill(slug: str, data: dict) -> str:
             continue
         rows.append([f"{r['tokens']:,}", fmt_time(r["time_to_first_token_s"]),
                      fmt_num(r["flops"] / 1e12, 1), fmt_num(r["tflops"]),
-                     _pct(r["share_of_matmul"])])
+                     fmt_pct(r["share_of_matmul"], fraction=True)])
     return (f"Batch 1, bf16; {_roofs(g)}.\n\n"
             + table(["prompt tokens", "time to first token", "TFLOP", "TFLOP/s",
                      "of cuBLAS"], rows))
@@ -183,13 +179,13 @@ def quant(slug: str, data: dict) -> str:
     mine = [r for r in g["quant"] if r["variant"] == g["best_variant"]]
     matrix = any("matrix_rel_err" in r for r in mine)
     rows = [["bf16", fmt_num(base["tokens_per_s"], 1), "1.0x", _gb(base["bytes_per_step"]),
-             fmt_num(base["gbs"]), _pct(base.get("share_of_copy"))] + ["-"] * (2 + matrix)]
+             fmt_num(base["gbs"]), fmt_pct(base.get("share_of_copy"), fraction=True)] + ["-"] * (2 + matrix)]
     for r in mine:
         err = [f"{100 * r['matrix_rel_err']:.1f} %"] if matrix else []
         rows.append([r["precision"], fmt_num(r["tokens_per_s"], 1),
                      fmt_ratio(r.get("speedup_vs_bf16"), 2), _gb(r["bytes_per_step"]),
-                     fmt_num(r["gbs"]), _pct(r.get("share_of_copy"))] + err
-                    + [f"{100 * r['logits_rel_err']:.1f} %", _pct(r["top1_agreement"])])
+                     fmt_num(r["gbs"]), fmt_pct(r.get("share_of_copy"), fraction=True)] + err
+                    + [f"{100 * r['logits_rel_err']:.1f} %", fmt_pct(r["top1_agreement"], fraction=True)])
     head = (f"Batch 1, {base['context']:,} cached tokens, {g['best_variant']}; errors against "
             f"bf16: " + ("one MLP matrix times random vectors, and " if matrix else "")
             + "the logits of one decode step (same cache, same tokens).\n\n")
@@ -224,7 +220,7 @@ def targets(data: dict) -> list[pages.Target]:
     share = g.get("decode_efficiency")
     out.append(pages.Target("batch-1 bf16 decode, bytes read per second",
                             f">= {TARGET_DECODE_SHARE:.0%} of the copy bandwidth",
-                            _pct(share), None if share is None else share >= TARGET_DECODE_SHARE))
+                            fmt_pct(share, fraction=True), None if share is None else share >= TARGET_DECODE_SHARE))
     for prec, goal in (("int8", TARGET_INT8_SPEEDUP), ("int4", TARGET_INT4_SPEEDUP)):
         r = next((r for r in g.get("quant", []) if r["precision"] == prec
                   and r.get("speedup_vs_bf16")), None)
@@ -234,7 +230,7 @@ def targets(data: dict) -> list[pages.Target]:
     p8 = next((r for r in g["prefill"] if r.get("tokens") == 8192 and not r.get("oom")), None) \
         if isinstance(g.get("prefill"), list) else None
     out.append(pages.Target("prefill at 8K tokens", f">= {TARGET_PREFILL_SHARE:.0%} of cuBLAS bf16",
-                            _pct(p8 and p8["share_of_matmul"]),
+                            fmt_pct(p8 and p8["share_of_matmul"], fraction=True),
                             None if p8 is None else p8["share_of_matmul"] >= TARGET_PREFILL_SHARE))
     checks = g.get("advisor_check", [])
     mem = [abs(c["advise_memory_bytes"] / c["measured_peak_bytes"] - 1) for c in checks

@@ -286,10 +286,6 @@ def _name(r: dict) -> str:
     return SHORT.get(r.get("name"), r["label"])
 
 
-def _pct(v) -> str:
-    return "-" if v is None else f"{v:.1f} %"
-
-
 def _other(name: str, slug: str) -> dict | None:
     """The same machine's record of another chapter's results ``name``, or None."""
     found = results.load(name).get(slug)
