@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_time
 
-from .measure import NAME
+from .meta import NAME
 
 LEARN = [
     "one row-wise softmax written at every level, from PyTorch down to CUDA C and Triton",

@@ -16,8 +16,8 @@ import time
 from gpukit import proc
 
 from .levels import LEVELS, RTOL, Skip, level_loc, measure_level, real_gpu
+from .meta import NAME
 
-NAME = "ladder"
 #: Row lengths of the sweep; every shape has the same number of elements as the main one.
 SWEEP_COLS = (1024, 4096, 16384)
 CHILD_TIMEOUT_S = 400

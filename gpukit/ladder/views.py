@@ -6,7 +6,7 @@ from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
 from .levels import LEVELS, PASSES, level_loc
-from .measure import NAME
+from .meta import NAME
 
 
 def _part(data: dict) -> dict:

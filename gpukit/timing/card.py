@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time
 
-from .measure import NAME
+from .meta import NAME
 
 LEARN = [
     "why a clock must wait for the GPU, and how CUDA events time what the GPU did",

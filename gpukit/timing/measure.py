@@ -41,6 +41,7 @@ import numpy as np
 
 from gpukit import proc
 
+from .meta import NAME, peak_gbs
 from .first_call import CHILD_TIMEOUT_S, part_first_call
 from .kernels import (A, check_saxpy, cupy_kernel, implied_gbs, is_impossible, make_inputs,
                       numba_cpu_kernel, numba_cpu_kernel_1core, saxpy_bytes, spread, torch_saxpy)
@@ -49,7 +50,6 @@ from .timers import (events_cupy, events_torch, flushed_runs, graph_time, single
                      time_with_sync, time_without_sync, torch_profile)
 
 #: the results file: results/<machine>/timing.json
-NAME = "timing"
 
 
 # ----------------------------------------------------------------- 1. no synchronisation
@@ -440,11 +440,6 @@ def part_right_way(n: int, repeat: int) -> dict:
 
 # ----------------------------------------------------------------- the whole benchmark
 
-def _peak_gbs(machine: dict) -> float | None:
-    gpu = machine.get("gpu") or {}
-    return gpu.get("theoretical_bandwidth_gbs")
-
-
 def run(n: int | None, repeat: int = 30) -> dict:
     """Every measurement of the chapter; returns {part: {"n", "rows", ...}}."""
     from gpukit import device
@@ -454,7 +449,7 @@ def run(n: int | None, repeat: int = 30) -> dict:
     repeat = max(5, min(repeat, 100))
     data: dict = {}
     machine = device.machine_record()
-    peak = _peak_gbs(machine) if gpu else None
+    peak = peak_gbs(machine) if gpu else None
     l2 = (machine.get("gpu") or {}).get("l2_cache_bytes") if gpu else None
 
     def part(name, fn):

@@ -8,7 +8,7 @@ from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
 from .kernels import implied_gbs, is_impossible, saxpy_bytes
-from .measure import NAME, _peak_gbs
+from .meta import NAME, peak_gbs
 from .profile import ncu_elements, ncu_metric
 
 
@@ -327,7 +327,7 @@ def right_way(slug: str, data: dict) -> str:
     p = data["right_way"]
     if "error" in p:
         return _error_block(p)
-    peak = _peak_gbs(data["machine"])
+    peak = peak_gbs(data["machine"])
 
     def kernel(name):
         return "CuPy elementwise" if "CuPy" in name or "cupyx" in name else "torch.add"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num
 
-from .measure import NAME
-from .views import _ratio
+from .meta import NAME
+from .views import ratio
 
 LEARN = [
     "where a GPU starts to beat the CPU, from a thousand to a billion elements",
@@ -25,8 +25,8 @@ def _from(data: dict, work: str, backend: str) -> str:
 def card(data: dict) -> str:
     pol = data["poly"]
     cores = data["hardware"]["cpu"]["cores_used"]
-    over_cores, _ = _ratio(pol, "numba-parallel", "gpu-kernel")
-    over_python, _ = _ratio(pol, "python", "gpu-kernel")
+    over_cores, _ = ratio(pol, "numba-parallel", "gpu-kernel")
+    over_python, _ = ratio(pol, "python", "gpu-kernel")
     takeaways = [
         f"Adding arrays, the GPU beats all {cores} CPU cores "
         f"{_from(data, 'saxpy', 'gpu-kernel')}, if the data already lives on the GPU.",

@@ -19,11 +19,11 @@ import numpy as np
 
 from gpukit import device
 
+from .meta import BACKENDS, CPU_NAMES, GPU_BACKENDS, LABELS, NAME  # noqa: F401
 from .kernels import (BYTES_PER_ELEMENT, COEFFS, CUDA_C_ELEMS, DEGREE, FLOPS_PER_ELEMENT, RTOL,
                       SAXPY_A, cpu_kernel, horner_cuda_c, horner_numpy, horner_python, launch,
                       numba_cpu, reference, saxpy_numpy, saxpy_python)
 
-NAME = "why_gpus"
 #: Largest size for each slow backend (the fast ones go to n). Pure Python on lists only.
 CAPS = {
     ("saxpy", "python"): 10**6, ("poly", "python"): 10**5,
@@ -31,22 +31,6 @@ CAPS = {
     ("saxpy", "numba-1core"): 10**8, ("poly", "numba-1core-naive"): 10**7,
     ("poly", "numba-1core"): 10**8,
 }
-BACKENDS = {
-    "saxpy": ["python", "numpy", "numba-1core", "numba-parallel"],
-    "poly": ["python", "numpy", "numba-1core-naive", "numba-1core", "numba-parallel"],
-}
-GPU_BACKENDS = ["gpu-kernel", "gpu-pageable", "gpu-pinned"]
-LABELS = {
-    "python": "pure Python (lists)",
-    "numpy": "NumPy (SIMD, 1 core)",
-    "numba-1core-naive": "numba, 1 core, per-element loop",
-    "numba-1core": "numba, 1 core (SIMD)",
-    "numba-parallel": "numba, all cores (SIMD + prange)",
-    "gpu-kernel": "GPU kernel alone",
-    "gpu-pageable": "GPU with copies (pageable)",
-    "gpu-pinned": "GPU with copies (pinned)",
-}
-CPU_NAMES = ("python", "numpy", "numba-1core-naive", "numba-1core", "numba-parallel")
 
 
 def sizes(n_max: int, start: int = 1000) -> list[int]:

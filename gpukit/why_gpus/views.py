@@ -6,7 +6,7 @@ from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
 from .kernels import DEGREE
-from .measure import BACKENDS, CPU_NAMES, GPU_BACKENDS, LABELS, NAME
+from .meta import BACKENDS, CPU_NAMES, GPU_BACKENDS, LABELS, NAME
 
 COLORS = {"python": "#8d6e63", "numpy": "#fb8c00", "numba-1core-naive": "#9e9e9e",
           "numba-1core": "#1e88e5", "numba-parallel": "#283593", "gpu-kernel": "#2e7d32",
@@ -94,7 +94,7 @@ def _common_top(part: dict, a: str, b: str) -> int | None:
     return max(both) if both else None
 
 
-def _ratio(part: dict, slow: str, fast: str) -> tuple[float, int] | None:
+def ratio(part: dict, slow: str, fast: str) -> tuple[float, int] | None:
     """(time of slow / time of fast, size) at the largest size both measured."""
     s = _common_top(part, slow, fast)
     if s is None:
@@ -165,7 +165,7 @@ def key_numbers(data: dict) -> list[tuple[str, str]]:
             (pol, f"polynomial: speed-up of all {n} cores over one core", "numba-1core", "numba-parallel"),
             (sax, f"SAXPY: speed-up of all {n} cores over one core", "numba-1core", "numba-parallel"),
             (sax, "SAXPY, one core: speed-up of the compiled loop over NumPy", "numpy", "numba-1core")):
-        q = _ratio(part, slow, fast)
+        q = ratio(part, slow, fast)
         if q:
             out.append((f"{label}, at {q[1]:,} elements", f"{q[0]:.1f}x"))
     if g:
@@ -188,10 +188,10 @@ def speedups(data: dict) -> list[list[str]]:
     for work in ("saxpy", "poly"):
         part = data[work]
         for b in BACKENDS[work]:
-            q = _ratio(part, b, "gpu-kernel")
+            q = ratio(part, b, "gpu-kernel")
             if q is None:
                 continue
-            p = _ratio(part, b, "gpu-pinned")
+            p = ratio(part, b, "gpu-pinned")
             rows.append([work if work == "saxpy" else "polynomial", SHORT[b], f"{q[0]:,.1f}x",
                          f"{p[0]:,.2f}x" if p and p[1] == q[1] else "-", f"{q[1]:,}"])
     return rows

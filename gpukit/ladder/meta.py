@@ -1,0 +1,3 @@
+"""The ladder chapter's name (no heavy imports)."""
+
+NAME = "ladder"
