@@ -213,15 +213,15 @@ def _spinner(library: str):
     return lambda seconds: launch(max(1, int(seconds * per_second)))
 
 
-def _probe(fn, ev: "_EventTimer", timer: str, calls: int, host_s: float, gpu_s: float):
+def _probe(fn, ev: "_EventTimer", timer: str, calls: int, host_s: float):
     """Call ``fn`` up to ``calls`` times behind a spinning kernel. Returns (blocks, host
     times of the calls), or (None, None) where no spin is available.
 
     When the spin has ended by the time a call returns, either that call waited for the GPU
-    or the GPU's queue was full (hundreds of launches queued behind the spin). The work
-    still queued then tells them apart: a call that waited returns with at most its own
-    work left to run; a full queue holds the work of many calls. So the time the GPU takes
-    to drain what is queued is compared with one call's GPU time, ``gpu_s``."""
+    or the GPU's queue was full (about a thousand launches queued behind the spin). The work
+    still queued then tells them apart: a call that waited returns with at most its own work
+    left to run; a full queue holds the work of several calls. One call's GPU work is read
+    from events between the calls queued behind the spin, which run with no gaps."""
     spin = _spinner(timer)
     if spin is None:
         return None, None
@@ -230,23 +230,27 @@ def _probe(fn, ev: "_EventTimer", timer: str, calls: int, host_s: float, gpu_s: 
     end = ev.event()
     spin(seconds)
     end.record()
-    launch = []
+    marks, launch = [end], []
     clock = time.perf_counter
     blocked = False
     for _ in range(calls):
         t0 = clock()
         fn()
         launch.append(clock() - t0)
+        marks.append(ev.event())
+        marks[-1].record()
         if ev.done(end):
-            tail = ev.event()
-            tail.record()
             t0 = clock()
-            while not ev.done(tail):
+            while not ev.done(marks[-1]):
                 pass
-            blocked = clock() - t0 <= 1.5 * gpu_s + 50e-6
+            left_s = clock() - t0
+            ev.synchronize()
+            work = [ev.elapsed_s(x, y) for x, y in zip(marks, marks[1:])]
+            one_call = statistics.median(work[:-1]) if len(work) > 1 else work[0]
+            blocked = left_s <= 1.5 * one_call + 50e-6
             break
     ev.synchronize()
-    return blocked, launch
+    return blocked, None if blocked else launch
 
 
 def _sync_for(timer: str) -> Callable[[], None]:
@@ -326,8 +330,7 @@ def bench(fn: Callable[[], object], *, timer: str = "cpu", name: str | None = No
             break
     blocks = launch = None
     if ev is not None and probe:
-        blocks, launch = _probe(fn, ev, timer, PROBE_CALLS * batch,
-                                statistics.median(host), statistics.median(samples))
+        blocks, launch = _probe(fn, ev, timer, PROBE_CALLS * batch, statistics.median(host))
     return Timing(name=name, timer="cuda-events:" + timer if ev else "wall-clock",
                   first_call_s=first, samples_s=samples, bytes=bytes, flops=flops,
                   host_samples_s=host or None, batch=batch, blocks=blocks,

@@ -211,9 +211,11 @@ def test_a_call_that_waits_for_the_gpu_is_caught_behind_a_spin(timer):
         if count[0] % 3 == 0:
             torch.cuda.synchronize()
 
-    def long_queue():               # hundreds of short launches: back to back the queue fills
-        for _ in range(300):
-            torch.mul(x[:2**22], 2.0, out=y[:2**22])
+    xs, ys = x[:2**24], y[:2**24]
+
+    def long_queue():               # hundreds of launches: back to back the queue fills
+        for _ in range(400):
+            torch.mul(xs, 2.0, out=ys)
 
     def tiny():                     # a launch costs more than the kernel
         torch.mul(x[:256], 2.0, out=y[:256])
