@@ -1,7 +1,7 @@
-// gpukit/experiments/ladder.cu: y = softmax(scale * x + bias) over each row, in CUDA C.
+// gpukit/ladder/ladder.cu: y = softmax(scale * x + bias) over each row, in CUDA C.
 //
 // x and y are R x C row-major float32 matrices, bias has C elements, scale is a scalar.
-// Loaded at run time by CuPy's RawModule (gpukit/experiments/ladder.py), which picks one
+// Loaded at run time by CuPy's RawModule (gpukit/ladder/levels.py), which picks one
 // template instance per row length with `name_expressions`. The file needs no header.
 //
 // Two kernels, one block of BLOCK threads per row (BLOCK a multiple of 32):
