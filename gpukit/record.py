@@ -89,6 +89,8 @@ def _bench(args) -> int:
     file_name, target = results.benchmarks()[args.name]
     data = results.resolve(target)(args.n, args.repeat)
     for part, block in data.items():
+        if part == results.FILES:
+            continue
         print(f"== {args.name} ({part}), n = {block['n']:,}")
         for r in block["rows"] + block.get("copies", []):
             rate = (f"{r['gbs']:9.1f} GB/s" if r.get("gbs") else

@@ -218,13 +218,27 @@ def _write(path: Path, record: dict) -> Path:
     return atomic_write(path, lambda fh: fh.write(text))
 
 
+#: the key under which a benchmark's data may carry files ({file name: bytes}) that are
+#: written beside its JSON when, and only when, the data is saved
+FILES = "_files"
+
+
 def save(name: str, data: dict, *, root: Path | None = None, machine: dict | None = None) -> Path:
-    """Write ``data`` with schema, machine and code records to ``results/<slug>/<name>.json``."""
+    """Write ``data`` with schema, machine and code records to ``results/<slug>/<name>.json``,
+    and the files under ``data[FILES]`` beside it."""
     machine = machine or device.machine_record()
     path = Path(root or results_dir()) / machine["slug"] / f"{name}.json"
+    data = dict(data)
+    files = data.pop(FILES, None) or {}
+    for fname in files:
+        if Path(fname).name != fname or fname.startswith("."):
+            raise ValueError(f"a results file beside {name}.json needs a plain name, got {fname!r}")
     record = {"benchmark": name, "schema": SCHEMA_VERSION, "machine": machine,
               "code": code_record(), **data}
-    return _write(path, record)
+    out = _write(path, record)
+    for fname, blob in files.items():
+        atomic_write(path.parent / fname, lambda fh, b=blob: fh.write(b), binary=True)
+    return out
 
 
 def save_part(name: str, part: str, value, *, root: Path | None = None,

@@ -249,3 +249,14 @@ def test_png_helpers_round_trip(tmp_path):
     back = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
     assert np.array_equal(np.asarray(back), rgb)
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["a.png"]   # no temporary left
+
+
+def test_files_beside_a_record_are_written_by_a_save_only(tmp_path):
+    machine = {"slug": "box", "gpu": None, "date": "2026-12-01"}
+    data = {"part": {"n": 1, "rows": []}, results.FILES: {"picture.png": b"\x89PNG..."}}
+    path = results.save("thing", data, root=tmp_path, machine=machine)
+    assert (path.parent / "picture.png").read_bytes() == b"\x89PNG..."
+    assert results.FILES not in json.loads(path.read_text()) and results.FILES in data
+    for bad in ("../up.png", "sub/x.png", ".hidden"):
+        with pytest.raises(ValueError, match="plain name"):
+            results.save("thing", {results.FILES: {bad: b""}}, root=tmp_path, machine=machine)

@@ -220,13 +220,15 @@ def _simulated(width, height, spp, tmp, cpu_tmp):
     sizes = {"cpu": {"numba-cpu": tiny, "numba-cpu-1core": (6, 3, 1), "numba-cpu-bvh": tiny}, "gpu": tiny,
              "progressive": ((8, 4), [1, 2], 8), "raster": dict(width=16, height=9, stacks=4, slices=8, frames=1),
              "furnace": (24, 14)}
-    part = measure.measure_all(sizes, 1, gpu=True)["gpu"]
+    data = measure.measure_all(sizes, 1, gpu=True)
+    part = data["gpu"]
     assert part["ptx_f64"] == {"plain": None, "leaky": None}      # the simulator compiles nothing
     # test data in place of what only a real compile gives, to render every view
     part["ptx_f64"] = {"plain": {"all": 18, "outside_sincos": 0}, "leaky": {"all": 245, "outside_sincos": 225}}
     machine = {**device.machine_record(), "slug": "nvidia-h200",
                "gpu": {"name": "simulated GPU", "multiprocessors": 1}}
-    results.save("graphics", {"gpu": part}, root=tmp, machine=machine)
+    results.save("graphics", {"gpu": part, results.FILES: data[results.FILES]}, root=tmp,
+                 machine=machine)
     out["part_rows"] = [r["name"] for r in part["rows"]]
     out["agreement"] = part["agreement"]
     out["max_abs_vs_plain"] = part["max_abs_vs_plain"]

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from gpukit import bench, device
+from gpukit import bench, device, results
 
 from .renderer import images_agree
 
@@ -135,12 +135,11 @@ def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, tim
     return {"backend": backend, "width": w, "height": h, "ref_spp": ref_spp, "rows": rows, "strip": strip}
 
 
-def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080, 16),
-         png_dir=None) -> dict:
+def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080, 16)) -> dict:
     """The GPU part: verified against the CPU image, then timed (``size``: width, height, spp)."""
     from .bvh import build_bvh
     from .gpu import MAX_SHARED, DeviceScene, render_kernel, render_kernel_leaky
-    from .renderer import tonemap, write_png
+    from .renderer import tonemap
     from .scene import final_scene
     record = device.machine_record().get("gpu")
     peak = device.fp32_peak(record) if record else None      # None on the simulator
@@ -186,12 +185,10 @@ def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080
     rows.append(_row("all diffuse", "numba-cuda", W, H, SPP, t, int(one.segs.copy_to_host().sum()), scene.n, peak))
     out["rows"] = rows
     out["ptx_f64"] = {"plain": ptx_f64(render_kernel), "leaky": ptx_f64(render_kernel_leaky)}
-    from pathlib import Path
-
-    from gpukit import results
-    path = Path(png_dir or results.results_dir() / device.gpu_slug()) / f"graphics-{H}p.png"
-    write_png(hero, path)
-    out["hero"] = {"image": _image_uri(hero, 960), "png": path.name, "width": W, "height": H, "spp": SPP}
+    from .renderer import to_png_bytes
+    png = f"graphics-{H}p.png"
+    out[results.FILES] = {png: to_png_bytes(hero)}      # written beside the JSON by a save only
+    out["hero"] = {"image": _image_uri(hero, 960), "png": png, "width": W, "height": H, "spp": SPP}
     return out
 
 
@@ -250,13 +247,16 @@ def measure_all(sizes: dict, repeat: int, *, gpu: bool) -> dict:
         g["vs_all_cores"] = gby["plain"]["segments_per_s"] / by["numba-cpu"]["segments_per_s"]
         g["bvh_vs_all_cores_bvh"] = gby["bvh"]["segments_per_s"] / by["numba-cpu-bvh"]["segments_per_s"]
         part["rows"] = rows + g.pop("rows")
+        files = g.pop(results.FILES)
         part.update(g)
         part["progressive"] = _progressive(scene, "numba-cuda", size, spps, ref_spp, "numba", repeat)
     else:
         part["progressive"] = _progressive(scene, "numba-cpu", size, spps, ref_spp, "cpu", repeat)
     # the GPU's OpenGL driver; without a GPU a software rasterizer (Mesa's llvmpipe) where installed
     part["raster"] = raster.measure(scene, **sizes["raster"])
-    return {"gpu" if gpu else "cpu": part}
+    if gpu:
+        return {"gpu": part, results.FILES: files}
+    return {"cpu": part}
 
 
 def furnace(backend: str, size: tuple) -> dict:
