@@ -165,8 +165,8 @@ def example_args(slug: str, total_memory: int, reference_memory: int) -> list[st
 
 def reference_run(slug: str) -> dict:
     """The machine record of the reference GPU's executed notebook of ``slug``."""
-    from .results import results_dir
-    path = results_dir() / "nvidia-h200" / "notebooks" / f"{slug}.ipynb"
+    from .results import reference_machine, results_dir
+    path = results_dir() / reference_machine() / "notebooks" / f"{slug}.ipynb"
     return json.loads(path.read_text(encoding="utf-8"))["metadata"]["gpukit"]["machine"]
 
 
