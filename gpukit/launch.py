@@ -3,10 +3,10 @@
 ``kernel[grid, block](*args)`` asks numba's dispatcher, on every call, for the type of each
 argument, and on a process's first call of a kernel it types them in Python with
 ``functools.singledispatch`` before it looks for the compiled code (in memory, then in the
-on-disk cache, then by compiling). A caller that already knows the types (a library whose
-public function has checked its arguments) can name them once: :func:`resolved` finds the
-compiled kernel for exactly those types, once per process, and :func:`launch` launches it with
-no typing at all. On numba's CUDA simulator both fall back to the ordinary launch.
+on-disk cache, then by compiling). A caller that has checked its arguments itself (a library's
+public function) can name their types once: a :class:`Launcher` finds the compiled kernel for
+exactly those types on its first launch and launches it without typing anything afterwards.
+On numba's CUDA simulator it falls back to the ordinary launch.
 
 Nothing here imports numba at module level.
 """
@@ -14,8 +14,6 @@ Nothing here imports numba at module level.
 from __future__ import annotations
 
 from . import device
-
-_RESOLVED: dict = {}
 
 
 def array_type(dtype, ndim: int = 1):
@@ -26,33 +24,28 @@ def array_type(dtype, ndim: int = 1):
     return types.Array(from_dtype(dtype), ndim, "C")
 
 
-def resolved(kernel, argtypes: tuple):
-    """The compiled overload of ``kernel`` (a ``cuda.jit`` dispatcher) for ``argtypes`` (numba
-    types), found once per process: from memory, numba's on-disk cache, or by compiling.
+class Launcher:
+    """A ``cuda.jit`` kernel and the numba types of its arguments, named once.
 
-    The dispatcher keeps it as an ordinary overload, so ``kernel[grid, block](*args)`` with
-    arguments of these types finds it too.
+    ``launcher(griddim, blockdim, args)`` does what ``kernel[griddim, blockdim](*args)`` does
+    on the default stream, without typing ``args``: they must have the types named here (the
+    caller checks them; other types are not detected). The compiled kernel is found on the first
+    launch (in memory, numba's on-disk cache, or by compiling) and kept as the dispatcher's
+    ordinary overload, so ``kernel[...]`` calls with such arguments find it too.
     """
-    key = (kernel, argtypes)
-    found = _RESOLVED.get(key)
-    if found is None:
-        found = _RESOLVED[key] = kernel.compile(argtypes)
-    return found
 
+    def __init__(self, kernel, argtypes: tuple):
+        self.kernel = kernel
+        self.argtypes = argtypes
+        self.compiled = None                      # numba's compiled kernel, once found
+        self._simulated = device.simulator_enabled()
 
-def launch(kernel, argtypes: tuple, griddim, blockdim, args: tuple) -> None:
-    """Launch ``kernel`` on ``args``, whose numba types the caller has checked are ``argtypes``,
-    on the default stream; the same as ``kernel[griddim, blockdim](*args)`` without typing the
-    arguments. Passing arguments of other types is the caller's error, not detected here."""
-    config = kernel[griddim, blockdim]        # numba keeps each configuration it has made
-    if device.simulator_enabled():
-        config(*args)
-        return
-    resolved(kernel, argtypes).launch(args, config.griddim, config.blockdim, config.stream,
-                                      config.sharedmem)
-
-
-def is_resolved(kernel, argtypes: tuple) -> bool:
-    """True when :func:`resolved` has found ``kernel``'s overload for ``argtypes`` in this
-    process (what a test checks to know the typed path is not the one taken)."""
-    return (kernel, argtypes) in _RESOLVED
+    def __call__(self, griddim, blockdim, args: tuple) -> None:
+        config = self.kernel[griddim, blockdim]  # numba keeps each configuration it made
+        if self._simulated:
+            config(*args)
+            return
+        compiled = self.compiled
+        if compiled is None:
+            compiled = self.compiled = self.kernel.compile(self.argtypes)
+        compiled.launch(args, config.griddim, config.blockdim, config.stream, config.sharedmem)

@@ -366,11 +366,13 @@ _KERNELS = {("float64", "int32"): mandel_f64, ("float32", "int32"): mandel_f32,
 
 
 @functools.cache
-def _argtypes(dtype: str) -> tuple:
-    """numba's types of the kernels' arguments: what its dispatcher would find by typing them."""
+def _launcher(kernel, dtype: str) -> launch.Launcher:
+    """``kernel`` with its arguments' types named: what numba's dispatcher finds by typing
+    (out, xmin, ymin, dx, dy, max_iter) on each call."""
     from numba.cuda import types
     real = types.float64 if dtype == "float64" else types.float32
-    return (launch.array_type(np.int32, 2), real, real, real, real, types.int32)
+    return launch.Launcher(kernel, (launch.array_type(np.int32, 2), real, real, real, real,
+                                    types.int32))
 
 
 def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out=None,
@@ -382,7 +384,7 @@ def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, ou
     args = (out, xmin, ymin, dx, dy, np.int32(max_iter))
     if dispatch == "resolved" and hasattr(out, "is_c_contiguous") and out.is_c_contiguous():
         # xmin, ymin, dx, dy are NumPy scalars of ``dtype``; out a C-contiguous int32 array
-        launch.launch(kernel, _argtypes(dtype), grid, block, args)
+        _launcher(kernel, dtype)(grid, block, args)
     else:
         kernel[grid, block](*args)
     return out

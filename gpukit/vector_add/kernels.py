@@ -216,8 +216,10 @@ VEC16_DTYPES = ("float32", "float64")
 
 def _address(a) -> int:
     """Where an array's data starts (the simulator's arrays live in host memory)."""
-    face = getattr(a, "__cuda_array_interface__", None) or a.__array_interface__
-    return face["data"][0]
+    pointer = getattr(a, "device_ctypes_pointer", None)
+    if pointer is not None:
+        return pointer.value or 0
+    return a.__array_interface__["data"][0]
 
 
 def _vec16_fits(arrays) -> bool:
@@ -226,9 +228,9 @@ def _vec16_fits(arrays) -> bool:
 
 
 @functools.cache
-def _argtypes(dtype) -> tuple:
-    """numba's types of the three 1-D C-contiguous arguments (the same for every call)."""
-    return (launch.array_type(dtype, 1),) * 3
+def _launcher(kernel, dtype) -> launch.Launcher:
+    """``kernel`` with its three arguments named 1-D C-contiguous arrays of ``dtype``."""
+    return launch.Launcher(kernel, (launch.array_type(dtype, 1),) * 3)
 
 
 def _flat(a, n):
@@ -256,7 +258,7 @@ def _numba_add(x, y, out, impl="grid-stride"):
             blocks, threads = _launch_config(n)
             kernel = add_kernel_x4 if impl == "grid-stride-x4" else add_kernel
         # the argument types are known from the checks above: no typing per call
-        launch.launch(kernel, _argtypes(dx.dtype), blocks, threads, args)
+        _launcher(kernel, dx.dtype)(blocks, threads, args)
     return dout if out is None else out
 
 
