@@ -55,11 +55,11 @@ def _vector_add_numba_api(slug: str, data: dict) -> str:
     direct = next((r for r in rows if r.get("direct")), None)
     vec = next((r for r in rows if r["name"] == VEC16), None)
     if direct and vec:
-        text += (f" The 16-byte kernel launched as `kernel[blocks, threads](x, y, out)`, where "
-                 f"numba types the three arrays on every call, costs "
+        text += (f" The same 16-byte kernel launched as `kernel[blocks, threads](x, y, out)`, "
+                 f"where numba types the three arrays on every call, costs "
                  f"{fmt_time(direct['host_median_s'])} of host time per call; through "
-                 f"`vector_add`, which checks the arrays itself and names their types to numba "
-                 f"once, {fmt_time(vec['host_median_s'])}.")
+                 f"`vector_add`, which checks the arrays (kind, shape, dtype, layout, alignment) "
+                 f"and tells numba their types, {fmt_time(vec['host_median_s'])}.")
     alloc = next((r for r in rows if _allocates(r)), None)
     if alloc:
         text += (f" Without `out=`, the natural call, it reaches {alloc['pct_of_torch_add']:.0f} % of "
