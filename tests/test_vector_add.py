@@ -262,3 +262,36 @@ def test_numba_api_view_with_and_without_the_allocating_row():
     text = views._vector_add_numba_api("nvidia-h200", Record(more))
     assert "reaches 46 % of" in text and "1.50 ms of host time" in text
     assert "no row for it yet" not in text
+
+
+_PTX = """
+import json
+from numba import cuda
+from gpukit.vector_add import kernels as k
+out = {}
+for dtype in ("float32", "float64"):
+    sig = f"void({dtype}[::1], {dtype}[::1], {dtype}[::1])"
+    out[dtype] = cuda.compile_ptx(k.add_kernel_vec16.py_func, sig, cc=(9, 0))[0]
+print(json.dumps(out))
+"""
+
+
+def test_vec16_compiles_to_16_byte_loads_and_stores():
+    # Compiling to PTX needs numba's NVVM but no GPU; the simulator is off in the child.
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    done = subprocess.run([sys.executable, "-c", _PTX], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    if done.returncode and re.search(r"NVVM|libnvvm|CUDA_HOME|cuda_paths", done.stderr):
+        pytest.skip("numba cannot find NVVM here: " + done.stderr.strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    ptx = json.loads(done.stdout)
+    for dtype, vec in (("float32", "v4.f32"), ("float64", "v2.f64")):
+        assert re.search(rf"ld\.global\.{re.escape(vec)}\s", ptx[dtype])
+        assert re.search(rf"st\.global\.{re.escape(vec)}\s", ptx[dtype])

@@ -164,12 +164,13 @@ else:
         """out's 16-byte vector number v = x's + y's: one 16-byte load from each input,
         one vector add, one 16-byte store (ld.global.v4.f32 for float32)."""
         def codegen(context, builder, sig, args):
+            # LLVM IR: <4 x float> (or <2 x double>) values, loaded and stored 16-byte aligned
             ty = sig.args[0]
             elem = context.get_value_type(ty.dtype)
             lanes = 16 // context.get_abi_sizeof(elem)
             vec = ir.VectorType(elem, lanes)
-            index = builder.mul(context.cast(builder, args[3], sig.args[3], nbtypes.intp),
-                                ir.Constant(ir.IntType(64), lanes))
+            v = context.cast(builder, args[3], sig.args[3], nbtypes.intp)
+            index = builder.mul(v, ir.Constant(ir.IntType(64), lanes))
 
             def pointer(i):
                 data = context.make_array(sig.args[i])(context, builder, args[i]).data
