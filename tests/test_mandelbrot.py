@@ -46,6 +46,56 @@ def test_numba_cuda_kernel_identical(shape, references):
     assert np.array_equal(got, references[shape])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("counter", ["int32", "int64"])
+@pytest.mark.parametrize("dispatch", ["resolved", "numba"])
+def test_numba_cuda_counters_and_dispatches_agree(dtype, counter, dispatch):
+    # every kernel and both ways of launching it draw the CPU loop's image, at a size that
+    # is not a multiple of the 16 x 16 block
+    ref = mandel.mandelbrot(37, 21, max_iter=64, dtype=dtype, backend="numba-cpu")
+    got = mandel.mandelbrot(37, 21, max_iter=64, dtype=dtype, backend="numba-cuda",
+                            counter=counter, dispatch=dispatch)
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("kwargs, needle", [({"counter": "int16"}, "counter must be"),
+                                            ({"dispatch": "fast"}, "dispatch must be")])
+def test_bad_counter_or_dispatch(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        mandel.mandelbrot(8, 8, backend="numba-cuda", **kwargs)
+
+
+_PTX = """
+import json, sys
+from numba import cuda
+from gpukit.mandelbrot import kernels as k
+out = {}
+for name in sys.argv[1:]:
+    real = "float32" if "32" in name else "float64"
+    sig = f"void(int32[:, ::1], {real}, {real}, {real}, {real}, int32)"
+    out[name] = cuda.compile_ptx(getattr(k, name).py_func, sig, cc=(9, 0))[0]
+print(json.dumps(out))
+"""
+
+
+def test_the_counter_stays_32_bit_in_the_compiled_loop():
+    # Compiling to PTX needs numba's NVVM but no GPU; the simulator is off in the child.
+    import json
+    import os
+    import re
+    names = ["mandel_f32", "mandel_f64", "mandel_kernel_f32", "mandel_kernel_f64"]
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    done = subprocess.run([sys.executable, "-c", _PTX, *names], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    if done.returncode and re.search(r"NVVM|libnvvm|CUDA_HOME|cuda_paths", done.stderr):
+        pytest.skip("numba cannot find NVVM here: " + done.stderr.strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    ptx = json.loads(done.stdout)
+    step = {name: re.findall(r"add\.s(32|64)\s+%\w+, %\w+, 1;", text) for name, text in ptx.items()}
+    assert step["mandel_f32"] == ["32"] and step["mandel_f64"] == ["32"]
+    assert step["mandel_kernel_f32"] == ["64"] and step["mandel_kernel_f64"] == ["64"]
+
+
 @pytest.mark.parametrize("width", [1, 63, 64, 65, 129])
 def test_simd_blocks_match_the_scalar_loop_in_float32(width):
     # blocks of LANES pixels; the last one repeats its last column: widths around LANES
@@ -195,10 +245,53 @@ def test_targets_come_from_the_record():
     from gpukit import results
     pages._load_modules()
     data = results.load("mandelbrot")[results.reference_machine()]
-    (target,) = pages.TARGETS["mandelbrot"](data)
+    target, kernel, first = pages.TARGETS["mandelbrot"](data)
     worst = max(r["differing_pixels"] for r in data["gpu"]["rows"]
                 if r["dtype"] == "float64" and not r.get("contract") and "differing_pixels" in r)
     assert target.met is (worst == 0) and f"{worst:,}" in target.value
+    assert "float32" in kernel.name and "1.10" in kernel.goal and "30 ms" in first.goal
+
+
+def _with_new_rows(data: dict) -> dict:
+    """A copy of a record with what the current benchmark adds: numba's 32-bit-counter kernel
+    alone, and warm-cache processes of both ways of launching (one with a collection)."""
+    import copy
+    new = copy.deepcopy(data)
+    p = new["gpu"]
+    cupy32 = next(r for r in p["rows"] if r.get("preallocate") and r["backend"] == "cupy"
+                  and r["dtype"] == "float32")
+    p["rows"].append({**cupy32, "backend": "numba-cuda", "counter": "int32",
+                      "median_s": cupy32["median_s"] * 1.03, "host_median_s": 5e-5})
+    warm = next(c for c in p["cache"] if c["case"] == "warm cache (loads)")
+    p["cache"] += [{**warm, "case": "warm cache, types named once", "dispatch": "resolved",
+                    "first_call_s": s, "first_call_gc_s": g, "first_call_full_gc_s": g,
+                    "gc_objects": 210000} for s, g in ((0.003, 0.0), (0.072, 0.069), (0.0025, 0.0))]
+    return new
+
+
+def test_targets_and_views_of_a_record_with_the_new_rows():
+    from gpukit import results
+    from gpukit.mandelbrot import views
+    pages._load_modules()
+    data = _with_new_rows(results.load("mandelbrot")[results.reference_machine()])
+    _, kernel, first = pages.TARGETS["mandelbrot"](data)
+    assert kernel.value == "1.03x" and kernel.met is True
+    # the median of the three processes, not the one a collection landed in
+    assert first.value == "3.00 ms" and first.met is True
+    table = views.kernels("nvidia-h200", data)
+    assert "float32, 64-bit counter" in table and "float32, 32-bit counter" in table
+    assert "| 1.03x |" in table
+    cache = views.cache("nvidia-h200", data)
+    assert "69.00 ms" in cache and cache.count("types named once") == 3
+    missing = copy_without_cache(data)
+    assert pages.TARGETS["mandelbrot"](missing)[2].met is None
+
+
+def copy_without_cache(data: dict) -> dict:
+    import copy
+    new = copy.deepcopy(data)
+    new["gpu"]["cache"] = []
+    return new
 
 
 def test_fresh_process_failure_is_a_row(tmp_path):
@@ -238,6 +331,19 @@ def test_gpu_float32_and_fma_differ_little(backend):
     assert np.count_nonzero(f32 != ref) / ref.size < 0.01
     fma = mandel.mandelbrot(1000, 1000, max_iter=256, backend=backend, contract=True)
     assert np.count_nonzero(fma != ref) / ref.size < 0.01
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_counters_and_dispatches_identical(dtype):
+    ref = mandel.mandelbrot(1000, 700, max_iter=256, backend="numba-cpu", dtype=dtype)
+    for counter in ("int32", "int64"):
+        for dispatch in ("resolved", "numba"):
+            got = mandel.mandelbrot(1000, 700, max_iter=256, backend="numba-cuda", dtype=dtype,
+                                    counter=counter, dispatch=dispatch)
+            assert np.array_equal(got, ref), (counter, dispatch)
+    # the resolved launch found the compiled kernel for the named types
+    assert mandel._launcher(mandel._KERNELS[dtype, "int32"], dtype).compiled is not None
 
 
 @pytest.mark.gpu

@@ -26,8 +26,8 @@ def test_host_backends(backend, n):
     check_close(out, ref)
 
 
-@pytest.mark.parametrize("impl", ["grid-stride", "grid-stride-x4"])
-@pytest.mark.parametrize("n", [0, 1, 257, 1000, 4 * 256 + 3])
+@pytest.mark.parametrize("impl", ["grid-stride", "grid-stride-x4", "vec16"])
+@pytest.mark.parametrize("n", [0, 1, 3, 257, 1000, 4 * 256 + 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numba_cuda(n, dtype, impl):
     from numba import cuda
@@ -37,6 +37,39 @@ def test_numba_cuda(n, dtype, impl):
     check_close(out, ref, dtype=np.dtype(dtype).name)
     fresh = vector_add(cuda.to_device(x), cuda.to_device(y))  # allocates its own output
     check_close(fresh, ref, dtype=np.dtype(dtype).name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vec16_on_misaligned_views_falls_back_and_is_right(dtype):
+    from numba import cuda
+
+    from gpukit.vector_add import kernels as k
+    x, y, ref = inputs(1001, dtype)
+    dx, dy = cuda.to_device(x), cuda.to_device(y)
+    out = cuda.to_device(np.full_like(x, np.nan))
+    assert k._vec16_fits((dx, dy, out))
+    # a view that starts one element in is not on a 16-byte boundary
+    assert not k._vec16_fits((dx[1:], dy[1:], out[1:]))
+    vector_add(dx[1:], dy[1:], out=out[1:])
+    check_close(out.copy_to_host()[1:], ref[1:], dtype=np.dtype(dtype).name)
+    assert np.isnan(out.copy_to_host()[0])
+
+
+def test_vec16_leaves_other_dtypes_to_the_loop():
+    from numba import cuda
+
+    from gpukit.vector_add import kernels as k
+    a = cuda.to_device(np.arange(10, dtype=np.int32))
+    assert not k._vec16_fits((a, a, a))
+    assert (vector_add(a, a).copy_to_host() == np.arange(10) * 2).all()
+
+
+def test_numba_out_must_be_contiguous():
+    from numba import cuda
+    x = cuda.to_device(np.ones(8, np.float32))
+    strided = cuda.to_device(np.zeros(16, np.float32))[::2]
+    with pytest.raises(ValueError, match="contiguous out"):
+        vector_add(x, x, backend="numba-cuda", out=strided)
 
 
 def test_numba_cuda_two_dimensional():
@@ -149,6 +182,32 @@ def test_cupy_float64_and_int():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["grid-stride", "grid-stride-x4", "vec16"])
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 2**20 + 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_gpu_impls_take_the_resolved_launch(impl, n, dtype):
+    from numba import cuda
+
+    from gpukit.vector_add import kernels as k
+    x, y, ref = inputs(n, dtype)
+    out = cuda.to_device(np.full_like(x, np.nan))
+    vector_add(cuda.to_device(x), cuda.to_device(y), out=out, impl=impl)
+    check_close(out, ref, dtype=np.dtype(dtype).name)
+    kernel = {"grid-stride": k.add_kernel, "grid-stride-x4": k.add_kernel_x4,
+              "vec16": k.add_kernel_vec16}[impl]
+    # the compiled kernel was found for the named types, without numba typing the arguments
+    assert k._launcher(kernel, np.dtype(dtype)).compiled is not None
+
+
+@pytest.mark.gpu
+def test_numba_vec16_on_a_misaligned_cupy_view():
+    import cupy
+    x, y, ref = inputs(4099)
+    cx, cy = cupy.asarray(x), cupy.asarray(y)
+    check_close(vector_add(cx[1:], cy[1:], backend="numba-cuda"), ref[1:])
+
+
+@pytest.mark.gpu
 def test_numba_on_cupy_and_torch_arrays():
     import cupy
     import torch
@@ -203,3 +262,36 @@ def test_numba_api_view_with_and_without_the_allocating_row():
     text = views._vector_add_numba_api("nvidia-h200", Record(more))
     assert "reaches 46 % of" in text and "1.50 ms of host time" in text
     assert "no row for it yet" not in text
+
+
+_PTX = """
+import json
+from numba import cuda
+from gpukit.vector_add import kernels as k
+out = {}
+for dtype in ("float32", "float64"):
+    sig = f"void({dtype}[::1], {dtype}[::1], {dtype}[::1])"
+    out[dtype] = cuda.compile_ptx(k.add_kernel_vec16.py_func, sig, cc=(9, 0))[0]
+print(json.dumps(out))
+"""
+
+
+def test_vec16_compiles_to_16_byte_loads_and_stores():
+    # Compiling to PTX needs numba's NVVM but no GPU; the simulator is off in the child.
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    done = subprocess.run([sys.executable, "-c", _PTX], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    if done.returncode and re.search(r"NVVM|libnvvm|CUDA_HOME|cuda_paths", done.stderr):
+        pytest.skip("numba cannot find NVVM here: " + done.stderr.strip().splitlines()[-1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    ptx = json.loads(done.stdout)
+    for dtype, vec in (("float32", "v4.f32"), ("float64", "v2.f64")):
+        assert re.search(rf"ld\.global\.{re.escape(vec)}\s", ptx[dtype])
+        assert re.search(rf"st\.global\.{re.escape(vec)}\s", ptx[dtype])

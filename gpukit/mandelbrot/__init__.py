@@ -9,4 +9,5 @@ from gpukit import lazy_api
 #: public name -> the module of this package that defines it (imported on first use)
 __all__, __getattr__ = lazy_api(__name__, {
     "mandelbrot": "kernels", "colorize": "image", "write_png": "image",
-    "BACKENDS": "meta", "DTYPES": "meta", "DEFAULT_BOUNDS": "meta", "validate": "meta"})
+    "BACKENDS": "meta", "DTYPES": "meta", "DEFAULT_BOUNDS": "meta", "validate": "meta",
+    "COUNTERS": "meta", "DISPATCHES": "meta"})

@@ -23,8 +23,8 @@ import numba
 import numpy as np
 from numba import cuda
 
-from .. import device
-from .meta import BACKENDS, DEFAULT_BOUNDS, validate
+from .. import device, launch
+from .meta import BACKENDS, COUNTERS, DEFAULT_BOUNDS, DISPATCHES, validate
 
 
 def _steps(width, height, bounds, dtype):
@@ -37,7 +37,8 @@ def _steps(width, height, bounds, dtype):
 
 def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_BOUNDS,
                backend: str = "numpy", dtype="float64", contract: bool = False,
-               to_host: bool = True, out=None):
+               to_host: bool = True, out=None, counter: str = "int32",
+               dispatch: str = "resolved"):
     """Iteration counts of a ``height`` x ``width`` grid over ``bounds``, as int32.
 
     Pixel (row, col) is the point ``xmin + col*dx + i*(ymin + row*dy)`` with
@@ -48,8 +49,17 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
     to_host: return a NumPy array; False returns the GPU backends' device array.
     out: for ``numba-cuda`` and ``cupy``, a ``height`` x ``width`` int32 device array of that
     library to write into, instead of allocating one per call.
+    counter: for ``numba-cuda``, the iteration counter's width in the kernel: ``"int32"``, or
+    ``"int64"``, the earlier kernels, where numba widened a 32-bit counter to 64 bits.
+    dispatch: for ``numba-cuda``, ``"resolved"`` launches the compiled kernel for the known
+    argument types (found once per process), ``"numba"`` lets numba's dispatcher type the
+    arguments on every call.
     """
     width, height, max_iter, bounds, dtype = validate(width, height, max_iter, bounds, dtype)
+    if counter not in COUNTERS:
+        raise ValueError(f"counter must be one of {', '.join(COUNTERS)}, got {counter!r}")
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {', '.join(DISPATCHES)}, got {dispatch!r}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     xmin, ymin, dx, dy = _steps(width, height, bounds, dtype)
@@ -70,7 +80,8 @@ def mandelbrot(width: int, height: int, *, max_iter: int = 256, bounds=DEFAULT_B
         mandel_cpu_simd(out, cr, ci, max_iter, dx.dtype.type(4))
         return out
     if backend == "numba-cuda":
-        out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out)
+        out = _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out,
+                          counter, dispatch)
         return out.copy_to_host() if to_host else out
     if backend == "cupy":
         out = _cupy(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out)
@@ -200,6 +211,77 @@ else:
 
 
 @cuda.jit(cache=True)
+def mandel_f64(out, xmin, ymin, dx, dy, max_iter):
+    # one thread per pixel; neighbours in a warp share a row
+    col, row = cuda.grid(2)
+    if row >= out.shape[0] or col >= out.shape[1]:
+        return                                    # the grid overhangs the image
+    cr = add(xmin, mul(col, dx))
+    ci = add(ymin, mul(row, dy))
+    zr = 0.0
+    zi = 0.0
+    i = numba.int32(0)                            # a 32-bit iteration counter
+    while i < max_iter:
+        zr2 = mul(zr, zr)
+        zi2 = mul(zi, zi)
+        if add(zr2, zi2) > 4.0:
+            break                                 # escaped after i iterations
+        zi = add(mul(add(zr, zr), zi), ci)
+        zr = add(add(zr2, -zi2), cr)
+        i = numba.int32(i + 1)                    # int32 + int32 is int64 in numba
+    out[row, col] = i
+# --8<-- [end:numba_cuda]
+
+
+@cuda.jit(cache=True)
+def mandel_f32(out, xmin, ymin, dx, dy, max_iter):
+    col, row = cuda.grid(2)
+    if row >= out.shape[0] or col >= out.shape[1]:
+        return
+    cr = add32(xmin, mul32(numba.float32(col), dx))
+    ci = add32(ymin, mul32(numba.float32(row), dy))
+    zr = numba.float32(0)
+    zi = numba.float32(0)
+    i = numba.int32(0)
+    while i < max_iter:
+        zr2 = mul32(zr, zr)
+        zi2 = mul32(zi, zi)
+        if add32(zr2, zi2) > numba.float32(4):
+            break
+        zi = add32(mul32(add32(zr, zr), zi), ci)
+        zr = add32(add32(zr2, -zi2), cr)
+        i = numba.int32(i + 1)
+    out[row, col] = i
+
+
+# --8<-- [start:numba_cuda_fma]
+@cuda.jit(cache=True)
+def mandel_fma(out, xmin, ymin, dx, dy, max_iter):
+    # The natural way to write it: the compiler fuses multiply-adds into FMAs.
+    col, row = cuda.grid(2)
+    if row >= out.shape[0] or col >= out.shape[1]:
+        return
+    cr = xmin + col * dx
+    ci = ymin + row * dy
+    zr = cr - cr
+    zi = cr - cr
+    i = numba.int32(0)
+    while i < max_iter:
+        zr2 = zr * zr
+        zi2 = zi * zi
+        if zr2 + zi2 > 4:
+            break
+        zi = (zr + zr) * zi + ci
+        zr = (zr2 - zi2) + cr
+        i = numba.int32(i + 1)
+    out[row, col] = i
+# --8<-- [end:numba_cuda_fma]
+
+
+# The earlier kernels, kept as the "before": `i += numba.int32(1)` looks 32-bit, but numba
+# types int32 + int32 as int64, so the counter lives in a 64-bit register.
+# --8<-- [start:numba_cuda_int64]
+@cuda.jit(cache=True)
 def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
     # one thread per pixel; neighbours in a warp share a row
     col, row = cuda.grid(2)
@@ -217,9 +299,9 @@ def mandel_kernel_f64(out, xmin, ymin, dx, dy, max_iter):
             break                                 # escaped after i iterations
         zi = add(mul(add(zr, zr), zi), ci)
         zr = add(add(zr2, -zi2), cr)
-        i += numba.int32(1)                       # (i + 1 would be a 64-bit integer)
+        i += numba.int32(1)                       # numba makes this sum an int64
     out[row, col] = i
-# --8<-- [end:numba_cuda]
+# --8<-- [end:numba_cuda_int64]
 
 
 @cuda.jit(cache=True)
@@ -243,10 +325,8 @@ def mandel_kernel_f32(out, xmin, ymin, dx, dy, max_iter):
     out[row, col] = i
 
 
-# --8<-- [start:numba_cuda_fma]
 @cuda.jit(cache=True)
 def mandel_kernel_fma(out, xmin, ymin, dx, dy, max_iter):
-    # The natural way to write it: the compiler fuses multiply-adds into FMAs.
     col, row = cuda.grid(2)
     if row >= out.shape[0] or col >= out.shape[1]:
         return
@@ -264,7 +344,6 @@ def mandel_kernel_fma(out, xmin, ymin, dx, dy, max_iter):
         zr = (zr2 - zi2) + cr
         i += numba.int32(1)
     out[row, col] = i
-# --8<-- [end:numba_cuda_fma]
 
 @cuda.jit(cache=True)
 def warm_up_kernel(out):
@@ -280,14 +359,34 @@ def _grid(width, height):
     return ((width + BLOCK[1] - 1) // BLOCK[1], (height + BLOCK[0] - 1) // BLOCK[0])
 
 
-def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out=None):
+#: numba-cuda kernels: (dtype or "fma", counter) -> kernel
+_KERNELS = {("float64", "int32"): mandel_f64, ("float32", "int32"): mandel_f32,
+            ("fma", "int32"): mandel_fma, ("float64", "int64"): mandel_kernel_f64,
+            ("float32", "int64"): mandel_kernel_f32, ("fma", "int64"): mandel_kernel_fma}
+
+
+@functools.cache
+def _launcher(kernel, dtype: str) -> launch.Launcher:
+    """``kernel`` with its arguments' types named: what numba's dispatcher finds by typing
+    (out, xmin, ymin, dx, dy, max_iter) on each call."""
+    from numba.cuda import types
+    real = types.float64 if dtype == "float64" else types.float32
+    return launch.Launcher(kernel, (launch.array_type(np.int32, 2), real, real, real, real,
+                                    types.int32))
+
+
+def _numba_cuda(width, height, max_iter, xmin, ymin, dx, dy, dtype, contract, out=None,
+                counter="int32", dispatch="resolved"):
     if out is None:
         out = cuda.device_array((height, width), dtype=np.int32)
-    if contract:
-        kernel = mandel_kernel_fma
+    kernel = _KERNELS["fma" if contract else dtype, counter]
+    grid, block = _grid(width, height), (BLOCK[1], BLOCK[0])
+    args = (out, xmin, ymin, dx, dy, np.int32(max_iter))
+    if dispatch == "resolved" and hasattr(out, "is_c_contiguous") and out.is_c_contiguous():
+        # xmin, ymin, dx, dy are NumPy scalars of ``dtype``; out a C-contiguous int32 array
+        _launcher(kernel, dtype)(grid, block, args)
     else:
-        kernel = mandel_kernel_f64 if dtype == "float64" else mandel_kernel_f32
-    kernel[_grid(width, height), (BLOCK[1], BLOCK[0])](out, xmin, ymin, dx, dy, np.int32(max_iter))
+        kernel[grid, block](*args)
     return out
 
 

@@ -72,6 +72,8 @@ def time_backend(spec: dict) -> dict:
     size, max_iter = spec["size"], spec["max_iter"]
     kw = dict(max_iter=max_iter, backend=backend, dtype=spec["dtype"],
               contract=spec.get("contract", False), to_host=False)
+    if backend == "numba-cuda":
+        kw.update(counter=spec.get("counter", "int32"), dispatch=spec.get("dispatch", "resolved"))
     if spec.get("preallocate"):
         # the output allocated once, outside the timing: the kernel alone, the same for both
         # libraries (numba allocates device memory per call; CuPy takes it from a pool)
@@ -87,20 +89,59 @@ def time_backend(spec: dict) -> dict:
         result["out"] = mandel.mandelbrot(size, size, **kw)
 
     profile = None
+    collections = _Collections()
+    start = time.perf_counter()
     if spec.get("profile_first"):
         # Where the first call's time goes: the functions it spent the most time in.
-        profile = _profiled(once)
+        profile, start = _profiled(once)
     t = bench.bench(once, timer=timer, name=backend, warmup=spec.get("warmup", 1),
                     repeat=spec["repeat"])
+    collections.stop()
+    first_end = start + (profile["wall_s"] if profile else t.first_call_s)
     from gpukit.arrays import to_host
     np.save(spec["out"], to_host(result["out"]))
     return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict(),
+            **collections.during(start, first_end),
             **({"first_call_profile": profile} if profile else {})}
 
 
-def _profiled(fn, top: int = 12) -> dict:
+class _Collections:
+    """Python's garbage collections while it is alive: when each started and how long it took.
+
+    A full collection visits every object the process keeps (numba's compiler among them), so
+    one that falls inside a timed call adds its time to that call.
+    """
+
+    def __init__(self):
+        import gc
+        self.objects = len(gc.get_objects())      # what a full collection would visit now
+        self.events: list[tuple[float, float, int]] = []
+        self._began = 0.0
+        gc.callbacks.append(self._note)
+
+    def _note(self, phase, info):
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.events.append((self._began, time.perf_counter() - self._began,
+                                info["generation"]))
+
+    def stop(self):
+        import gc
+        gc.callbacks.remove(self._note)
+
+    def during(self, t0: float, t1: float) -> dict:
+        """The collections that started between ``t0`` and ``t1``."""
+        inside = [(s, g) for began, s, g in self.events if t0 <= began <= t1]
+        return {"gc_objects": self.objects, "first_call_gc_s": sum(s for s, _ in inside),
+                "first_call_full_gc_s": sum(s for s, g in inside if g == 2),
+                "first_call_gc": [sum(g == k for _, g in inside) for k in range(3)]}
+
+
+def _profiled(fn, top: int = 12) -> tuple[dict, float]:
     """Run ``fn`` once under cProfile: its wall time and the ``top`` functions by time spent
-    inside them and their callees (cumulative), each with its own time and call count."""
+    inside them and their callees (cumulative), each with its own time and call count; and
+    the ``perf_counter`` time the call started."""
     import cProfile
     import pstats
     prof = cProfile.Profile()
@@ -115,7 +156,7 @@ def _profiled(fn, top: int = 12) -> dict:
                      "cumulative_s": cumtime})
     rows.sort(key=lambda r: -r["cumulative_s"])
     by_own = sorted(rows, key=lambda r: -r["own_s"])[:top]
-    return {"wall_s": wall, "cumulative": rows[:top], "own": by_own}
+    return {"wall_s": wall, "cumulative": rows[:top], "own": by_own}, t0
 
 
 def _fresh(spec: dict, cache_dir: str) -> dict:
@@ -137,13 +178,28 @@ def _fresh(spec: dict, cache_dir: str) -> dict:
     return {**spec, **data}
 
 
+#: the cache experiment's fresh processes, in order: (case, how the call finds the kernel,
+#: profiled). The first compiles into the shared cache folder; the others load from it. A full
+#: garbage collection lands inside some processes' first call and not others', so each warm
+#: case runs in several processes.
+CACHE_CASES = (
+    (("empty cache (compiles)", "numba", False),)
+    + (("warm cache (loads)", "numba", False),) * 3
+    + (("warm cache, profiled", "numba", True),)
+    + (("warm cache, types named once", "resolved", False),) * 5
+    + (("warm cache, types named once, profiled", "resolved", True),)
+)
+
+
 def cache_experiment(size: int, max_iter: int, cache_dir: str) -> list[dict]:
-    """The numba CUDA kernel in two fresh processes that share one on-disk cache folder."""
+    """The numba CUDA kernel in fresh processes that share one on-disk cache folder: the first
+    compiles into it, the others load from it, through numba's dispatcher or with the argument
+    types named once (:mod:`gpukit.launch`); repeated cases show the spread between processes."""
     rows = []
-    for label in ("empty cache (compiles)", "warm cache (loads)", "warm cache, profiled"):
+    for label, dispatch, profiled in CACHE_CASES:
         row = _fresh({"backend": "numba-cuda", "dtype": "float64", "size": size, "repeat": 3,
-                      "max_iter": max_iter, "split_init": True,
-                      "profile_first": label.endswith("profiled")}, cache_dir)
+                      "max_iter": max_iter, "split_init": True, "dispatch": dispatch,
+                      "profile_first": profiled}, cache_dir)
         row.pop("counts", None)
         row.pop("out", None)
         rows.append({"case": label, **row})
@@ -238,9 +294,17 @@ def run(n: int | None, repeat: int) -> dict:
             {"backend": "numba-cuda", "dtype": "float64", "contract": True, "size": size, "repeat": 4 * repeat},
             {"backend": "cupy", "dtype": "float64", "contract": True, "size": size, "repeat": 4 * repeat},
         ]
-        # The kernels alone: the output allocated once, outside the timing.
+        # The kernels alone: the output allocated once, outside the timing; numba's earlier
+        # kernels (a 64-bit counter) next to the current ones.
         specs += [{"backend": b, "dtype": d, "size": size, "repeat": 4 * repeat, "preallocate": True}
                   for d in ("float32", "float64") for b in ("numba-cuda", "cupy")]
+        specs += [{"backend": "numba-cuda", "dtype": d, "size": size, "repeat": 4 * repeat,
+                   "preallocate": True, "counter": "int64"} for d in ("float32", "float64")]
+    for spec in specs:
+        if spec["backend"] == "numba-cuda":
+            # said explicitly, so the views tell these rows from records made before the options
+            spec.setdefault("counter", "int32")
+            spec.setdefault("dispatch", "resolved")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, spec in enumerate(specs):
@@ -276,7 +340,8 @@ def run(n: int | None, repeat: int) -> dict:
                     r[key] = r["mpixels_per_s"] / base[name]["mpixels_per_s"]
     part = {"n": size, "size": size, "max_iter": max_iter, "rows": [
         {**r, "name": r["backend"] + (" (fma)" if r.get("contract") else "")
-         + (" (kernel alone)" if r.get("preallocate") else "") + f" {r['dtype']}"}
+         + (" (kernel alone)" if r.get("preallocate") else "")
+         + (" (64-bit counter)" if r.get("counter") == "int64" else "") + f" {r['dtype']}"}
         for r in rows], "cache": cache, "target_backend": target_backend_pitfall(),
         "simd": simd_instructions()}
     return {"gpu" if gpu else "cpu": part}

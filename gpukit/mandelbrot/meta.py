@@ -9,6 +9,10 @@ import numpy as np
 BACKENDS = ("numpy", "numba-cpu", "numba-cpu-1core", "numba-cpu-simd", "numba-cuda", "cupy", "torch")
 DTYPES = ("float64", "float32")
 DEFAULT_BOUNDS = (-2.0, 1.0, -1.5, 1.5)
+#: numba-cuda: the iteration counter's width in the kernel ("int64": the earlier kernels)
+COUNTERS = ("int32", "int64")
+#: numba-cuda: how a call finds the compiled kernel ("numba": its dispatcher types each call)
+DISPATCHES = ("resolved", "numba")
 
 
 def validate(width, height, max_iter, bounds, dtype) -> tuple:

@@ -13,16 +13,19 @@ import numpy as np
 import numba
 from numba import cuda
 
+from .. import device, launch
 from ..arrays import as_numba, kind
-from ..device import sm_count
 
 BACKENDS = ("numpy", "numba-cpu", "numba-cuda", "cupy", "torch")
 #: CuPy implementations: ElementwiseKernel, a one-element-per-thread RawKernel,
 #: and a RawKernel that moves 16 bytes per load (float32 only).
 CUPY_IMPLS = ("elementwise", "raw", "raw-vec4")
-#: numba CUDA implementations: the grid-stride loop, and the same loop with four independent
-#: pairs of loads per thread issued before their stores.
-NUMBA_IMPLS = ("grid-stride", "grid-stride-x4")
+#: numba CUDA implementations: the grid-stride loop, the same loop with four independent
+#: pairs of loads per thread issued before their stores, and a loop over 16-byte vectors.
+NUMBA_IMPLS = ("grid-stride", "grid-stride-x4", "vec16")
+#: the numba implementation ``vector_add`` uses unless told otherwise: 16-byte vectors where
+#: the arrays allow them (float32 or float64, every pointer 16-byte aligned), else the loop
+NUMBA_DEFAULT = "vec16"
 
 
 def _check_pair(x, y, out):
@@ -53,7 +56,8 @@ def vector_add(x, y, *, backend: str = "auto", out=None, impl: str | None = None
     device arrays, CuPy, torch CUDA tensors), ``"cupy"`` (CuPy arrays), ``"torch"``
     (tensors on one device), or ``"auto"`` to choose from the arrays' type.
     impl: for ``backend="cupy"``, one of ``CUPY_IMPLS`` (default ``"raw-vec4"``); for
-    ``backend="numba-cuda"``, one of ``NUMBA_IMPLS`` (default ``"grid-stride"``).
+    ``backend="numba-cuda"``, one of ``NUMBA_IMPLS`` (default ``"vec16"``, which runs the
+    grid-stride loop where 16-byte vectors do not fit: other dtypes, misaligned views).
     out: optional pre-allocated result of the same kind, shape and dtype.
     """
     kx, ky = kind(x), kind(y)
@@ -91,7 +95,7 @@ def vector_add(x, y, *, backend: str = "auto", out=None, impl: str | None = None
     _need(kx, ky, {"cupy", "torch-cuda", "cuda"}, backend,
           "arrays in GPU memory (numba.cuda.to_device copies host data over)")
     _check_pair(x, y, out)
-    impl = impl or "grid-stride"
+    impl = impl or NUMBA_DEFAULT
     if impl not in NUMBA_IMPLS:
         raise ValueError(f"unknown numba impl {impl!r}; choose one of {', '.join(NUMBA_IMPLS)}")
     return _numba_add(x, y, out, impl)
@@ -143,9 +147,95 @@ def add_kernel_x4(x, y, out):
 # --8<-- [end:numba_x4]
 
 
+# --8<-- [start:add16]
+if device.simulator_enabled():
+    def add16(x, y, out, v):
+        # the simulator runs kernels as Python: the lanes one by one
+        lanes = 16 // x.itemsize
+        for k in range(v * lanes, (v + 1) * lanes):
+            out[k] = x[k] + y[k]
+else:
+    from llvmlite import ir
+    from numba.cuda import types as nbtypes
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def add16(typingctx, x, y, out, v):
+        """out's 16-byte vector number v = x's + y's: one 16-byte load from each input,
+        one vector add, one 16-byte store (ld.global.v4.f32 for float32)."""
+        def codegen(context, builder, sig, args):
+            # LLVM IR: <4 x float> (or <2 x double>) values, loaded and stored 16-byte aligned
+            ty = sig.args[0]
+            elem = context.get_value_type(ty.dtype)
+            lanes = 16 // context.get_abi_sizeof(elem)
+            vec = ir.VectorType(elem, lanes)
+            v = context.cast(builder, args[3], sig.args[3], nbtypes.intp)
+            index = builder.mul(v, ir.Constant(ir.IntType(64), lanes))
+
+            def pointer(i):
+                data = context.make_array(sig.args[i])(context, builder, args[i]).data
+                return builder.bitcast(builder.gep(data, [index]), vec.as_pointer())
+            a = builder.load(pointer(0), align=16)
+            b = builder.load(pointer(1), align=16)
+            builder.store(builder.fadd(a, b), pointer(2), align=16)
+            return context.get_dummy_value()
+        return nbtypes.void(x, y, out, v), codegen
+# --8<-- [end:add16]
+
+
+# --8<-- [start:numba_vec16]
+@cuda.jit
+def add_kernel_vec16(x, y, out):
+    # The grid-stride loop over 16-byte vectors (4 float32 or 2 float64 each): one
+    # load instruction brings 16 bytes, four times what x[i] brings. The caller
+    # checks that every array starts on a 16-byte boundary.
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    lanes = 16 // x.itemsize
+    vectors = x.shape[0] // lanes
+    for v in range(start, vectors, stride):
+        add16(x, y, out, v)
+    i = vectors * lanes + start       # the last n % lanes elements, one per thread
+    if i < x.shape[0]:
+        out[i] = x[i] + y[i]
+# --8<-- [end:numba_vec16]
+
+
+@functools.cache
+def _sm_count() -> int:
+    return device.sm_count()  # a driver query: asked once per process
+
+
 def _launch_config(n: int, threads: int = 256) -> tuple[int, int]:
-    blocks = min((n + threads - 1) // threads, 32 * sm_count())
+    blocks = min((n + threads - 1) // threads, 32 * _sm_count())
     return max(blocks, 1), threads
+
+
+#: dtypes the 16-byte vector kernel handles (4 or 2 lanes per vector)
+VEC16_DTYPES = ("float32", "float64")
+
+
+def _address(a) -> int:
+    """Where an array's data starts (the simulator's arrays live in host memory)."""
+    pointer = getattr(a, "device_ctypes_pointer", None)
+    if pointer is not None:
+        return pointer.value or 0
+    return a.__array_interface__["data"][0]
+
+
+def _vec16_fits(arrays) -> bool:
+    return (arrays[0].dtype.name in VEC16_DTYPES
+            and all(_address(a) % 16 == 0 for a in arrays))
+
+
+@functools.cache
+def _launcher(kernel, dtype) -> launch.Launcher:
+    """``kernel`` with its three arguments named 1-D C-contiguous arrays of ``dtype``."""
+    return launch.Launcher(kernel, (launch.array_type(dtype, 1),) * 3)
+
+
+def _flat(a, n):
+    return a if a.ndim == 1 else a.reshape(n)  # reshape builds a new device array object
 
 
 def _numba_add(x, y, out, impl="grid-stride"):
@@ -154,11 +244,22 @@ def _numba_add(x, y, out, impl="grid-stride"):
         raise ValueError("numba-cuda backend needs contiguous arrays; pass a contiguous copy")
     shape = dx.shape
     dout = cuda.device_array(shape, dtype=dx.dtype) if out is None else as_numba(out)
+    if out is not None and not dout.is_c_contiguous():
+        raise ValueError("numba-cuda backend needs a contiguous out; pass a contiguous array")
     n = dx.size
     if n:
-        blocks, threads = _launch_config(n)
-        kernel = add_kernel_x4 if impl == "grid-stride-x4" else add_kernel
-        kernel[blocks, threads](dx.reshape(n), dy.reshape(n), dout.reshape(n))
+        args = (_flat(dx, n), _flat(dy, n), _flat(dout, n))
+        if impl == "vec16" and _vec16_fits(args):
+            threads = 256
+            vectors = n * dx.dtype.itemsize // 16
+            # one vector per thread; the grid-stride loop covers grids of any size
+            blocks = max((vectors + threads - 1) // threads, 1)
+            kernel = add_kernel_vec16
+        else:
+            blocks, threads = _launch_config(n)
+            kernel = add_kernel_x4 if impl == "grid-stride-x4" else add_kernel
+        # the argument types are known from the checks above: no typing per call
+        _launcher(kernel, dx.dtype)(blocks, threads, args)
     return dout if out is None else out
 
 
