@@ -33,13 +33,14 @@ import math
 from pathlib import Path
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from ..device import simulator_enabled
 from ..arrays import as_numba, kind
 
 #: Kernel names, in the order the chapter introduces them.
-NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba")
+NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba",
+                 "03c-regtile-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
                   "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8")
 KERNELS = NUMBA_KERNELS + CUDA_C_KERNELS + ("cublas",)
@@ -161,6 +162,102 @@ smem_kernel_8x8 = make_smem_kernel(128, 8, launch_bounds=(256, 2))
 # --8<-- [end:smem_numba]
 
 
+# ------------------------------------- 03c: register tiles read 16 bytes at a time (numba)
+
+# --8<-- [start:regtile_numba]
+# Kernel 03b with its loads rearranged. A thread owns 2 x 2 groups of 4 x 4 outputs:
+# rows 4 ty + 64 g + i and columns 4 tx + 64 h + j. The 4 values of a group sit side by
+# side in shared memory, in a row whose start is 16-byte aligned, so the compiler can
+# fetch them with one 16-byte load: 4 shared loads per step along k instead of 16.
+# Shared memory holds two tiles: while the block computes on one, the next tile's
+# values wait in registers and are stored into the other buffer afterwards, so each
+# step needs one barrier.
+RT_TILE, RT_BK, RT_GROUP = 128, 8, 4
+RT_PAD = RT_TILE + 4              # row length of the transposed A tile (see below)
+RT_HALF = RT_TILE // 2            # 64: the second group of rows (columns) of a thread
+RT_LOADS = RT_TILE * RT_BK // (THREADS * THREADS)    # 4 values of each tile a thread
+RT_SA, RT_SB = 2 * RT_BK * RT_PAD, 2 * RT_BK * RT_TILE   # two buffers of each tile
+#: 16-byte aligned shared arrays (numba's simulator takes no alignment, and needs none)
+RT_ALIGN = None if simulator_enabled() else 16
+
+
+def make_regtile_kernel(launch_bounds=None):
+    """The 03c kernel; ``launch_bounds`` caps its registers (None: the compiler's
+    choice)."""
+    options = ({} if launch_bounds is None or simulator_enabled()
+               else {"launch_bounds": launch_bounds})
+    return cuda.jit(**options)(_regtile)
+
+
+def _regtile(a, b, c):
+    # A is stored transposed and its rows padded by 4 floats: the 32 stores of a warp
+    # (8 values of k for each of 4 rows) land in 32 different banks, and every row
+    # still starts on a 16-byte boundary. Both tiles live in flat arrays indexed by
+    # unsigned integers: an index that cannot be negative needs no wraparound test,
+    # and the compiler then sees that the 4 loads of a group are neighbours.
+    sa = cuda.shared.array(RT_SA, float32, alignment=RT_ALIGN)
+    sb = cuda.shared.array(RT_SB, float32, alignment=RT_ALIGN)
+    acc = cuda.local.array((8, 8), float32)
+    ra = cuda.local.array(8, float32)
+    rb = cuda.local.array(8, float32)
+    na = cuda.local.array(RT_LOADS, float32)      # the next tile, in flight
+    nb = cuda.local.array(RT_LOADS, float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    tid = ty * THREADS + tx
+    row0, col0 = cuda.blockIdx.y * RT_TILE, cuda.blockIdx.x * RT_TILE
+    m, n, kdim = c.shape[0], c.shape[1], a.shape[1]
+    for i in range(8):
+        for j in range(8):
+            acc[i, j] = 0.0
+    tiles = (kdim + RT_BK - 1) // RT_BK
+    for t in range(tiles + 1):
+        # fetch tile t into registers (nothing left to fetch in the last round)
+        if t < tiles:
+            k0 = t * RT_BK
+            for s in range(RT_LOADS):
+                e = tid + s * THREADS * THREADS
+                r, k = e // RT_BK, e % RT_BK
+                inside = row0 + r < m and k0 + k < kdim
+                na[s] = a[row0 + r, k0 + k] if inside else float32(0.0)
+                k, col = e // RT_TILE, e % RT_TILE
+                inside = k0 + k < kdim and col0 + col < n
+                nb[s] = b[k0 + k, col0 + col] if inside else float32(0.0)
+        # compute on tile t - 1, in buffer (t - 1) % 2
+        if t > 0:
+            cur = (t - 1) & 1
+            for k in range(RT_BK):
+                for g in range(2):
+                    ia = uint64((cur * RT_BK + k) * RT_PAD + 4 * ty + RT_HALF * g)
+                    ib = uint64((cur * RT_BK + k) * RT_TILE + 4 * tx + RT_HALF * g)
+                    for i in range(RT_GROUP):
+                        ra[4 * g + i] = sa[ia + uint64(i)]
+                        rb[4 * g + i] = sb[ib + uint64(i)]
+                for i in range(8):
+                    for j in range(8):
+                        acc[i, j] += ra[i] * rb[j]
+        # store tile t into the other buffer: it was last read before the previous
+        # barrier
+        if t < tiles:
+            nxt = t & 1
+            for s in range(RT_LOADS):
+                e = tid + s * THREADS * THREADS
+                sa[uint64((nxt * RT_BK + e % RT_BK) * RT_PAD + e // RT_BK)] = na[s]
+                sb[uint64((nxt * RT_BK + e // RT_TILE) * RT_TILE + e % RT_TILE)] = nb[s]
+        cuda.syncthreads()
+    for i in range(8):
+        r = row0 + 4 * ty + RT_HALF * (i // 4) + i % 4
+        for j in range(8):
+            col = col0 + 4 * tx + RT_HALF * (j // 4) + j % 4
+            if r < m and col < n:
+                c[r, col] = acc[i, j]
+
+
+#: no register cap: the compiler keeps all 64 sums, both fragments and the next tile's
+#: values in registers (one block of 256 threads per SM)
+regtile_kernel = make_regtile_kernel()
+# --8<-- [end:regtile_numba]
+
+
 # ------------------------------------------------------------------------ dispatcher
 
 def _device_id(x):
@@ -256,6 +353,8 @@ def numba_launch(kernel: str, m: int, n: int):
     if kernel == "02-coalesced-numba":
         threads = (32, 8)               # x -> columns
         return coalesced_kernel, (math.ceil(n / 32), math.ceil(m / 8)), threads
+    if kernel == "03c-regtile-numba":
+        return regtile_kernel, (math.ceil(n / RT_TILE), math.ceil(m / RT_TILE)), (THREADS, THREADS)
     fn, tile = ((smem_kernel, 64) if kernel == "03-smem-numba" else (smem_kernel_8x8, 128))
     return fn, (math.ceil(n / tile), math.ceil(m / tile)), (THREADS, THREADS)
 
