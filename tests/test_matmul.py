@@ -187,11 +187,12 @@ def emulator(tmp_path_factory):
                                str(tmp_path_factory.mktemp("emu")))
 
 
-EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True)]
+EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True),
+              (136, 266, 64, False), (136, 264, 64, True)]   # with blocks away from the edges
 
 
 @pytest.mark.parametrize("shape", EMU_SHAPES, ids=lambda s: "x".join(map(str, s[:3])) + ("-vec" if s[3] else ""))
-@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS)
+@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS + tuple(mm.CUDA_C_TUNING))
 def test_cuda_c_kernels_in_cpu_emulator(emulator, kernel, shape, tmp_path):
     m, n, k, vec = shape
     if kernel == "04-smem-cuda" and m * n > 10_000:

@@ -42,7 +42,8 @@ from ..arrays import as_numba, kind
 NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba",
                  "03c-regtile-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
-                  "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8")
+                  "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8",
+                  "12-pipelined")
 KERNELS = NUMBA_KERNELS + CUDA_C_KERNELS + ("cublas",)
 DEFAULT_KERNEL = "08-warptile"
 
@@ -380,6 +381,18 @@ CUDA_C_LAUNCH = {
                             "mm10_warptile_128x256_scalar"),
     "11-warptile-bk8":     ("mm11_warptile_bk8", 128, 128, (256, 1), False,
                             "mm11_warptile_bk8_scalar"),
+    "12-pipelined":        ("mm12_pipelined", 128, 256, (256, 1), False, "mm12_pipelined_scalar"),
+}
+
+#: Other shapes of kernel 12, compiled alongside it; ``tune`` in ``measure.py`` times them
+#: next to it (they are not rungs of the ladder).
+CUDA_C_TUNING = {
+    "12b-pipelined-128x128": ("mm12b_pipelined_128x128", 128, 128, (256, 1), False,
+                              "mm12b_pipelined_128x128_scalar"),
+    "12c-pipelined-bk16":    ("mm12c_pipelined_bk16", 128, 128, (256, 1), False,
+                              "mm12c_pipelined_bk16_scalar"),
+    "12d-pipelined-2stage":  ("mm12d_pipelined_2stage", 128, 256, (256, 1), False,
+                              "mm12d_pipelined_2stage_scalar"),
 }
 
 
@@ -391,7 +404,8 @@ def vector_ok(m: int, n: int, k: int, pointers=()) -> bool:
 
 def cuda_c_launch(kernel: str, m: int, n: int, k: int, vec: bool):
     """(function name, grid, block, extra arguments) of one CUDA C kernel launch."""
-    name, bm, bn, block, takes_flag, scalar_name = CUDA_C_LAUNCH[kernel]
+    name, bm, bn, block, takes_flag, scalar_name = (CUDA_C_LAUNCH.get(kernel)
+                                                    or CUDA_C_TUNING[kernel])
     extra = ()
     if takes_flag:
         extra = (int(vec),)
