@@ -177,6 +177,9 @@ RT_TILE, RT_BK, RT_GROUP = 128, 8, 4
 RT_PAD = RT_TILE + 4              # row length of the transposed A tile (see below)
 RT_HALF = RT_TILE // 2            # 64: the second group of rows (columns) of a thread
 RT_LOADS = RT_TILE * RT_BK // (THREADS * THREADS)    # 4 values of each tile a thread
+RT_UNROLL = 2                     # steps along k per round of the k loop (see below)
+RT_ASTEP = THREADS * THREADS // RT_BK     # 32: rows of A between a thread's copies
+RT_BSTEP = THREADS * THREADS // RT_TILE   # 2: rows of B between a thread's copies
 RT_SA, RT_SB = 2 * RT_BK * RT_PAD, 2 * RT_BK * RT_TILE   # two buffers of each tile
 #: 16-byte aligned shared arrays (numba's simulator takes no alignment, and needs none)
 RT_ALIGN = None if simulator_enabled() else 16
@@ -210,40 +213,45 @@ def _regtile(a, b, c):
     for i in range(8):
         for j in range(8):
             acc[i, j] = 0.0
+    # The elements of A and B this thread copies lie in the same rows and columns of
+    # every tile; only k moves. A: column ak, rows ar + 32 s; B: column bc, rows bk + 2 s.
+    ak, ar = tid % RT_BK, row0 + tid // RT_BK
+    bk, bc = tid // RT_TILE, col0 + tid % RT_TILE
     tiles = (kdim + RT_BK - 1) // RT_BK
     for t in range(tiles + 1):
         # fetch tile t into registers (nothing left to fetch in the last round)
         if t < tiles:
             k0 = t * RT_BK
             for s in range(RT_LOADS):
-                e = tid + s * THREADS * THREADS
-                r, k = e // RT_BK, e % RT_BK
-                inside = row0 + r < m and k0 + k < kdim
-                na[s] = a[row0 + r, k0 + k] if inside else float32(0.0)
-                k, col = e // RT_TILE, e % RT_TILE
-                inside = k0 + k < kdim and col0 + col < n
-                nb[s] = b[k0 + k, col0 + col] if inside else float32(0.0)
+                r, k = ar + RT_ASTEP * s, k0 + ak
+                inside = r < m and k < kdim
+                na[s] = a[uint64(r), uint64(k)] if inside else float32(0.0)
+                k = k0 + bk + RT_BSTEP * s
+                inside = k < kdim and bc < n
+                nb[s] = b[uint64(k), uint64(bc)] if inside else float32(0.0)
         # compute on tile t - 1, in buffer (t - 1) % 2
         if t > 0:
             cur = (t - 1) & 1
-            for k in range(RT_BK):
-                for g in range(2):
-                    ia = uint64((cur * RT_BK + k) * RT_PAD + 4 * ty + RT_HALF * g)
-                    ib = uint64((cur * RT_BK + k) * RT_TILE + 4 * tx + RT_HALF * g)
-                    for i in range(RT_GROUP):
-                        ra[4 * g + i] = sa[ia + uint64(i)]
-                        rb[4 * g + i] = sb[ib + uint64(i)]
-                for i in range(8):
-                    for j in range(8):
-                        acc[i, j] += ra[i] * rb[j]
+            for k2 in range(RT_BK // RT_UNROLL):
+                for u in range(RT_UNROLL):
+                    k = k2 * RT_UNROLL + u
+                    for g in range(2):
+                        ia = uint64((cur * RT_BK + k) * RT_PAD + 4 * ty + RT_HALF * g)
+                        ib = uint64((cur * RT_BK + k) * RT_TILE + 4 * tx + RT_HALF * g)
+                        for i in range(RT_GROUP):
+                            ra[4 * g + i] = sa[ia + uint64(i)]
+                            rb[4 * g + i] = sb[ib + uint64(i)]
+                    for i in range(8):
+                        for j in range(8):
+                            acc[i, j] += ra[i] * rb[j]
         # store tile t into the other buffer: it was last read before the previous
         # barrier
         if t < tiles:
             nxt = t & 1
             for s in range(RT_LOADS):
-                e = tid + s * THREADS * THREADS
-                sa[uint64((nxt * RT_BK + e % RT_BK) * RT_PAD + e // RT_BK)] = na[s]
-                sb[uint64((nxt * RT_BK + e // RT_TILE) * RT_TILE + e % RT_TILE)] = nb[s]
+                r, k = ar - row0 + RT_ASTEP * s, bk + RT_BSTEP * s
+                sa[uint64((nxt * RT_BK + ak) * RT_PAD + r)] = na[s]
+                sb[uint64((nxt * RT_BK + k) * RT_TILE + bc - col0)] = nb[s]
         cuda.syncthreads()
     for i in range(8):
         r = row0 + 4 * ty + RT_HALF * (i // 4) + i % 4
@@ -253,9 +261,9 @@ def _regtile(a, b, c):
                 c[r, col] = acc[i, j]
 
 
-#: no register cap: the compiler keeps all 64 sums, both fragments and the next tile's
-#: values in registers (one block of 256 threads per SM)
-regtile_kernel = make_regtile_kernel()
+#: at most 128 registers a thread, so that two blocks of 256 threads fit on an SM (the
+#: compiler's report shows no spill at this cap)
+regtile_kernel = make_regtile_kernel((THREADS * THREADS, 2))
 # --8<-- [end:regtile_numba]
 
 
