@@ -395,13 +395,30 @@ CUDA_C_LAUNCH = {
 #: Other shapes of kernel 12, compiled alongside it; ``tune`` in ``measure.py`` times them
 #: next to it (they are not rungs of the ladder).
 CUDA_C_TUNING = {
-    "12b-pipelined-128x128": ("mm12b_pipelined_128x128", 128, 128, (256, 1), False,
-                              "mm12b_pipelined_128x128_scalar"),
-    "12c-pipelined-bk16":    ("mm12c_pipelined_bk16", 128, 128, (256, 1), False,
-                              "mm12c_pipelined_bk16_scalar"),
-    "12d-pipelined-2stage":  ("mm12d_pipelined_2stage", 128, 256, (256, 1), False,
-                              "mm12d_pipelined_2stage_scalar"),
+    "12b-pipelined-bk8":      ("mm12b_pipelined_bk8", 128, 256, (256, 1), False,
+                               "mm12b_pipelined_bk8_scalar"),
+    "12c-pipelined-3stage":   ("mm12c_pipelined_3stage", 128, 256, (256, 1), False,
+                               "mm12c_pipelined_3stage_scalar"),
+    "12d-pipelined-bk32":     ("mm12d_pipelined_bk32", 128, 256, (256, 1), False,
+                               "mm12d_pipelined_bk32_scalar"),
+    "12e-pipelined-256x128":  ("mm12e_pipelined_256x128", 256, 128, (256, 1), False,
+                               "mm12e_pipelined_256x128_scalar"),
 }
+
+#: Dynamic shared memory of the kernel-12 family: (BM, BN, BK, stages) as in matmul.cu,
+#: STAGES x BK x (BM + 4 + BN) floats (the A tile's rows padded by 4).
+PIPELINED_SHAPES = {"12-pipelined": (128, 256, 16, 2), "12b-pipelined-bk8": (128, 256, 8, 3),
+                    "12c-pipelined-3stage": (128, 256, 16, 3),
+                    "12d-pipelined-bk32": (128, 256, 32, 2),
+                    "12e-pipelined-256x128": (256, 128, 16, 2)}
+
+
+def pipelined_shared_bytes(kernel: str) -> int:
+    """Bytes of dynamic shared memory a launch of ``kernel`` needs (0 for the others)."""
+    if kernel not in PIPELINED_SHAPES:
+        return 0
+    bm, bn, bk, stages = PIPELINED_SHAPES[kernel]
+    return 4 * stages * bk * (bm + 4 + bn)
 
 
 def vector_ok(m: int, n: int, k: int, pointers=()) -> bool:
@@ -459,8 +476,11 @@ def _cupy_matmul(kernel, a, b, out):
                 raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
                                  f"65535; split A into row blocks or use kernel='cublas'")
             fn = cupy_module(dev).get_function(name)
+            shared = pipelined_shared_bytes(kernel)
+            if shared > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = shared   # above 48 KiB: ask first
             fn(grid, block, (ca, cb, target, np.int32(m), np.int32(n), np.int32(k),
-                             *(np.int32(e) for e in extra)))
+                             *(np.int32(e) for e in extra)), shared_mem=shared)
         if target is not cout:
             cout[...] = target
 

@@ -497,33 +497,54 @@ __device__ __forceinline__ void pipelined_body(
     const int tRow = lane / (WSUBN / TN), tCol = lane % (WSUBN / TN);
     const int rowBase = blockIdx.y * BM, colBase = blockIdx.x * BN;
 
+    // Inside the matrices the copies need no checks, and each thread copies the same
+    // rows and columns of every tile: column ka of A at rows ma + l * RA, and row kb + l *
+    // RB of B at columns nb..nb+3. Their addresses are computed once; each tile only
+    // moves them along k.
+    constexpr int RA = NT / BK, RB = NT / (BN / 4);
+    const int ka = tid % BK, ma = tid / BK, kb = tid / (BN / 4), nb = (tid % (BN / 4)) * 4;
+    const float* pa = A + (size_t)(rowBase + ma) * K + ka;
+    const float* pb = B + (size_t)kb * N + colBase + nb;
+    const size_t stepA = (size_t)RA * K, stepB = (size_t)RB * N;
+
     // Issue the copies of the tile starting at k0 into stage `s`. A goes in element by
     // element, transposed (As[k][m]); B in 16-byte pieces when VEC allows.
     auto issue = [&](int k0, int s) {
         float* as = As + s * SA;
         float* bs = Bs + s * SB;
+        if constexpr (!EDGE && VEC) {
+            const float* p = pa + k0;
 #pragma unroll
-        for (int l = 0; l < BM * BK / NT; ++l) {
-            const int e = tid + l * NT;
-            const int m = e / BK, k = e % BK;
-            const bool in = !EDGE || (rowBase + m < M && k0 + k < K);
-            copy_async4(&as[k * PA + m], in ? &A[(size_t)(rowBase + m) * K + k0 + k] : A,
-                        in);
-        }
+            for (int l = 0; l < BM * BK / NT; ++l, p += stepA)
+                copy_async4(&as[ka * PA + ma + l * RA], p, true);
+            p = pb + (size_t)k0 * N;
 #pragma unroll
-        for (int l = 0; l < BK * BN / 4 / NT; ++l) {
-            const int e = tid + l * NT;
-            const int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
-            const int row = k0 + k, col = colBase + n;
-            const float* src = &B[(size_t)row * N + col];
-            if (VEC) {
-                const bool in = !EDGE || (row < K && col < N);
-                copy_async16(&bs[k * BN + n], in ? src : B, in);
-            } else {
+            for (int l = 0; l < BK * BN / 4 / NT; ++l, p += stepB)
+                copy_async16(&bs[(kb + l * RB) * BN + nb], p, true);
+        } else {
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const bool in = !EDGE || (row < K && col + i < N);
-                    copy_async4(&bs[k * BN + n + i], in ? src + i : B, in);
+            for (int l = 0; l < BM * BK / NT; ++l) {
+                const int e = tid + l * NT;
+                const int m = e / BK, k = e % BK;
+                const bool in = !EDGE || (rowBase + m < M && k0 + k < K);
+                copy_async4(&as[k * PA + m], in ? &A[(size_t)(rowBase + m) * K + k0 + k] : A,
+                            in);
+            }
+#pragma unroll
+            for (int l = 0; l < BK * BN / 4 / NT; ++l) {
+                const int e = tid + l * NT;
+                const int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+                const int row = k0 + k, col = colBase + n;
+                const float* src = &B[(size_t)row * N + col];
+                if (VEC) {
+                    const bool in = !EDGE || (row < K && col < N);
+                    copy_async16(&bs[k * BN + n], in ? src : B, in);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const bool in = !EDGE || (row < K && col + i < N);
+                        copy_async4(&bs[k * BN + n + i], in ? src + i : B, in);
+                    }
                 }
             }
         }
@@ -597,8 +618,15 @@ __device__ __forceinline__ void pipelined(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     int M, int N, int K)
 {
-    __shared__ __align__(16) float As[STAGES * BK * (BM + 4)];
-    __shared__ __align__(16) float Bs[STAGES * BK * BN];
+    // The stages outgrow the 48 KiB a block may declare statically: they live in
+    // dynamic shared memory, whose size the launch gives (pipelined_shared_bytes).
+#if defined(__CUDA_ARCH__)
+    extern __shared__ __align__(16) float smem[];
+#else   // the CPU emulator
+    static __align__(16) float smem[STAGES * BK * (BM + 4 + BN)];
+#endif
+    float* As = smem;
+    float* Bs = smem + STAGES * BK * (BM + 4);
     const bool inside = (blockIdx.y + 1) * BM <= M && (blockIdx.x + 1) * BN <= N &&
                         K % BK == 0;
     if (inside)
@@ -617,16 +645,18 @@ __device__ __forceinline__ void pipelined(
         pipelined<__VA_ARGS__, vec>(A, B, C, M, N, K);                         \
     }
 
-// 128 x 256 block tile, 8 warps of 64 x 64, 16 x 8 outputs per thread, BK = 8, three
-// stages (37 KiB of shared memory).
-PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
-PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
+// 128 x 256 block tile, 8 warps of 64 x 64, 16 x 8 outputs per thread, BK = 16, two
+// stages (49,664 bytes of shared memory).
+PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 2)
 // --8<-- [end:pipelined]
 
 // Other shapes of kernel 12, timed side by side to choose its sizes.
-PIPELINED_KERNEL(mm12b_pipelined_128x128, 256, 2, 1, 128, 128, 8, 64, 32, 2, 2, 4, 4, 4)
-PIPELINED_KERNEL(mm12b_pipelined_128x128_scalar, 256, 2, 0, 128, 128, 8, 64, 32, 2, 2, 4, 4, 4)
-PIPELINED_KERNEL(mm12c_pipelined_bk16, 256, 2, 1, 128, 128, 16, 64, 32, 2, 2, 4, 4, 2)
-PIPELINED_KERNEL(mm12c_pipelined_bk16_scalar, 256, 2, 0, 128, 128, 16, 64, 32, 2, 2, 4, 4, 2)
-PIPELINED_KERNEL(mm12d_pipelined_2stage, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4, 2)
-PIPELINED_KERNEL(mm12d_pipelined_2stage_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12b_pipelined_bk8, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12b_pipelined_bk8_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12c_pipelined_3stage, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12c_pipelined_3stage_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12d_pipelined_bk32, 256, 1, 1, 128, 256, 32, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12d_pipelined_bk32_scalar, 256, 1, 0, 128, 256, 32, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12e_pipelined_256x128, 256, 1, 1, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12e_pipelined_256x128_scalar, 256, 1, 0, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
