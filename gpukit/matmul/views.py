@@ -300,7 +300,8 @@ def render_sanitizer(slug: str, data: dict) -> str:
                           for r in s["runs"] if len(r["kernels"]) > 1) or "one process per kernel"
     head = (f"compute-sanitizer {s.get('version') or ''}, each kernel at "
             f"{' and '.join('x'.join(map(str, x)) for x in s['shapes'])} (M x N x K; the "
-            f"second shape takes the 16-byte path). Command: `{s['runs'][0]['command']}`. "
+            f"shapes after the first take the 16-byte path). Command: "
+            f"`{s['runs'][0]['command']}`. "
             f"Tool summaries: {summaries}.\n\n")
     return head + pages.collapsed("Reports per kernel and tool", pages.table(
         ["kernel"] + [f"{t}: reports naming it" for t in tools], rows, align="l" + "r" * len(tools)))
