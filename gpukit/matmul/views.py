@@ -13,7 +13,8 @@ from .ptxas import PTXAS_NAME
 PTXAS_NAMES = {"04-smem-cuda": "mm04_smem", "05-1d-blocktile": "mm05_blocktile1d",
                "06-2d-blocktile": "mm06_blocktile2d", "07-vectorised": "mm07_vectorised",
                "08-warptile": "mm08_warptile", "09-warptile-128x64": "mm09_warptile_128x64",
-               "10-warptile-128x256": "mm10_warptile_128x256", "11-warptile-bk8": "mm11_warptile_bk8"}
+               "10-warptile-128x256": "mm10_warptile_128x256", "11-warptile-bk8": "mm11_warptile_bk8",
+               "12-pipelined": "mm12_pipelined"}
 
 
 def _pct(v):
@@ -55,18 +56,21 @@ def render_table(slug: str, data: dict) -> str:
 
 #: Block tile (rows, columns of C) of each tiled kernel; kept here so the renderers need
 #: no numba import (tests check it against the kernels' own constants).
-BLOCK_TILES = {"03-smem-numba": (64, 64), "03b-smem-8x8-numba": (128, 128), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
+BLOCK_TILES = {"03-smem-numba": (64, 64), "03b-smem-8x8-numba": (128, 128),
+               "03c-regtile-numba": (128, 128), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
                "06-2d-blocktile": (128, 128), "07-vectorised": (128, 128),
                "08-warptile": (128, 128), "09-warptile-128x64": (128, 64),
-               "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128)}
+               "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128),
+               "12-pipelined": (128, 256)}
 
 #: Outputs each thread computes (rows, columns of C) in the tiled kernels: per step along k a
 #: thread reads rows + columns floats from shared memory for rows x columns multiply-adds
 #: (tests check the product against the block tile and the threads of a block).
-THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8), "04-smem-cuda": (1, 1),
+THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8),
+                "03c-regtile-numba": (8, 8), "04-smem-cuda": (1, 1),
                 "05-1d-blocktile": (8, 1), "06-2d-blocktile": (8, 8), "07-vectorised": (8, 8),
                 "08-warptile": (8, 8), "09-warptile-128x64": (8, 8), "10-warptile-128x256": (16, 8),
-                "11-warptile-bk8": (8, 8)}
+                "11-warptile-bk8": (8, 8), "12-pipelined": (16, 8)}
 
 #: Kernels without tiles: every multiply-add loads both operands from global memory.
 UNTILED = ("01-naive-numba", "02-coalesced-numba")
