@@ -468,21 +468,28 @@ def _cupy_matmul(kernel, a, b, out):
                                    "not fp32; unset it for the fp32 reference")
             cupy.matmul(ca, cb, out=target)
         else:
-            m, k = ca.shape
-            n = cb.shape[1]
-            vec = vector_ok(m, n, k, (ca.data.ptr, cb.data.ptr, target.data.ptr))
-            name, grid, block, extra = cuda_c_launch(kernel, m, n, k, vec)
-            if grid[1] > 65535:
-                raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
-                                 f"65535; split A into row blocks or use kernel='cublas'")
-            fn = cupy_module(dev).get_function(name)
-            shared = pipelined_shared_bytes(kernel)
-            if shared > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = shared   # above 48 KiB: ask first
-            fn(grid, block, (ca, cb, target, np.int32(m), np.int32(n), np.int32(k),
-                             *(np.int32(e) for e in extra)), shared_mem=shared)
+            launch_cuda_c(kernel, ca, cb, target)
         if target is not cout:
             cout[...] = target
+
+
+def launch_cuda_c(kernel: str, a, b, out):
+    """Launch CUDA C ``kernel`` (a rung, or a shape of ``CUDA_C_TUNING``) on C-contiguous
+    CuPy float32 arrays of matching shapes, on the current GPU; no checks of the inputs."""
+    import cupy
+    m, k = a.shape
+    n = b.shape[1]
+    vec = vector_ok(m, n, k, (a.data.ptr, b.data.ptr, out.data.ptr))
+    name, grid, block, extra = cuda_c_launch(kernel, m, n, k, vec)
+    if grid[1] > 65535:
+        raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
+                         f"65535; split A into row blocks or use kernel='cublas'")
+    fn = cupy_module(cupy.cuda.Device().id).get_function(name)
+    shared = pipelined_shared_bytes(kernel)
+    if shared > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = shared   # above 48 KiB: ask first
+    fn(grid, block, (a, b, out, np.int32(m), np.int32(n), np.int32(k),
+                     *(np.int32(e) for e in extra)), shared_mem=shared)
 
 
 def _tf32_enabled() -> bool:

@@ -365,3 +365,99 @@ def render_ptxas(slug: str, data: dict) -> str:
                                   pages.table(["kernel", "written in", "registers / thread",
                                                "shared memory (bytes)", "spill stores (bytes)"],
                                               rows) + note)
+
+
+# ------------------------------------------------------------ targets and profiles
+
+#: the chapter's targets: % of cuBLAS fp32 at the benchmark size
+NUMBA_TARGET_PCT = 50.0
+SIMT_TARGET_PCT = 92.0
+
+
+def _best(rows, numba: bool):
+    mine = [r for r in rows if r.get("pct_of_cublas") is not None and r["name"] != "cublas"
+            and r["name"].endswith("numba") == numba]
+    return max(mine, key=lambda r: r["pct_of_cublas"], default=None)
+
+
+@pages.targets("matmul")
+def targets(data: dict) -> list[pages.Target]:
+    g = data["gpu"]
+    n = g["n"]
+    out = []
+    for what, numba, goal in (("numba kernel with shared memory", True, NUMBA_TARGET_PCT),
+                              ("best fp32 SIMT kernel", False, SIMT_TARGET_PCT)):
+        best = _best(g["rows"], numba)
+        value = ("not recorded" if best is None
+                 else f"{best['pct_of_cublas']:.1f} % (`{best['name']}`)")
+        out.append(pages.Target(f"matmul, {what}, {n}^3", f">= {goal:.0f} % of cuBLAS SGEMM",
+                                value, None if best is None else best["pct_of_cublas"] >= goal))
+    return out
+
+
+@pages.renderer("matmul", "tuning")
+def render_tuning(slug: str, data: dict) -> str:
+    """Kernel 12 at the sizes it was chosen from: block tile, BK, stages."""
+    rows = data["gpu"].get("tuning")
+    if not rows:
+        return "*Not recorded yet: the results file predates kernel 12's shapes.*"
+    body = []
+    for r in rows:
+        shape = f"{r['block_tile'][0]} x {r['block_tile'][1]}" if r.get("block_tile") else "-"
+        if r.get("error"):
+            body.append([f"`{r['name']}`", shape, r.get("bk", "-"), r.get("stages", "-"),
+                         "failed: " + r["error"][:60], "-"])
+            continue
+        body.append([f"`{r['name']}`", shape, r["bk"], r["stages"], _tf(r.get("tflops")),
+                     _pct(r.get("pct_of_cublas"))])
+    best = max((r for r in rows if r.get("tflops")), key=lambda r: r["tflops"], default=None)
+    lead = (f"Of these shapes, `{best['name']}` was the fastest in this run.\n\n"
+            if best else "")
+    return lead + pages.table(["kernel", "block tile", "BK", "stages", "TFLOP/s",
+                               "% of cuBLAS"], body)
+
+
+def _share(v):
+    return "-" if v is None else f"{100 * v:.1f} %"
+
+
+def _num(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+
+@pages.renderer("matmul", "profile")
+def render_profile(slug: str, data: dict) -> str:
+    """Nsight Compute counters of the kernels before and after their newest rungs, and the
+    ceiling they set: FFMA share of the instructions x share of cycles with an issue."""
+    p = data.get("profile") if hasattr(data, "get") else None
+    if not p:
+        return ("*Not recorded yet: run `python -m gpukit.matmul.profile --save` on the "
+                "GPU.*")
+    peak = fp32_peak(data["machine"].get("gpu") or {})
+    rows, notes = [], []
+    for r in p["kernels"]:
+        ceiling = (r["ffma_share"] * r["issue_active_pct"] / 100
+                   if r.get("ffma_share") is not None and r.get("issue_active_pct") else None)
+        stall = next(iter(r.get("stalls") or {}), None)
+        rows.append([f"`{r['name']}`", pages.fmt_time(r.get("duration_s")),
+                     _share(r.get("ffma_share")), _num(r.get("issue_active_pct"), ".1f"),
+                     _share(ceiling), _num(r.get("warps_active_pct"), ".1f"),
+                     f"{stall} ({r['stalls'][stall]:.2f})" if stall else "-",
+                     _num(r.get("bank_conflicts"), ",.0f")])
+    cublas = next((x["tflops"] for x in data["gpu"]["rows"] if x["name"] == "cublas"
+                   and x.get("tflops")), None)
+    if peak and cublas:
+        notes.append(f"cuBLAS runs at {100 * cublas / peak['tflops']:.0f} % of the FP32 peak "
+                     f"({peak['tflops']:.1f} TFLOP/s) in the benchmark run; "
+                     f"{SIMT_TARGET_PCT:.0f} % of cuBLAS is "
+                     f"{SIMT_TARGET_PCT * cublas / peak['tflops']:.0f} % of the peak.")
+    key = ("Columns: FFMA share is the share of executed instructions that are FFMA (each "
+           "does two of the FLOPs counted); issue active is the share of cycles in which a "
+           "scheduler issued an instruction; their product is the share of the FP32 peak "
+           "the kernel would reach at the clock ncu saw; warps active is the occupancy "
+           "reached; the top stall is in cycles per issued instruction.")
+    return (pages.table(["kernel", "time", "FFMA share", "issue active (%)",
+                         "FFMA x issue", "warps active (%)", "top stall",
+                         "shared bank conflicts"], rows)
+            + "\n\n" + " ".join(notes + [key])
+            + f"\n\n<small>`{p['command']}` (ncu {p.get('ncu') or '?'}), n = {p['n']}.</small>")
