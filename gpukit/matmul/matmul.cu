@@ -645,18 +645,21 @@ __device__ __forceinline__ void pipelined(
         pipelined<__VA_ARGS__, vec>(A, B, C, M, N, K);                         \
     }
 
-// 128 x 256 block tile, 8 warps of 64 x 64, 16 x 8 outputs per thread, BK = 16, two
-// stages (49,664 bytes of shared memory).
-PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 2)
-PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 2)
+// 128 x 256 block tile, 8 warps of 64 x 64, 16 x 8 outputs per thread, BK = 16, three
+// stages (74,496 bytes of shared memory).
+PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
 // --8<-- [end:pipelined]
 
 // Other shapes of kernel 12, timed side by side to choose its sizes.
-PIPELINED_KERNEL(mm12b_pipelined_bk8, 256, 1, 1, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
-PIPELINED_KERNEL(mm12b_pipelined_bk8_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2, 2, 8, 4, 3)
-PIPELINED_KERNEL(mm12c_pipelined_3stage, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
-PIPELINED_KERNEL(mm12c_pipelined_3stage_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
-PIPELINED_KERNEL(mm12d_pipelined_bk32, 256, 1, 1, 128, 256, 32, 64, 64, 2, 2, 8, 4, 2)
-PIPELINED_KERNEL(mm12d_pipelined_bk32_scalar, 256, 1, 0, 128, 256, 32, 64, 64, 2, 2, 8, 4, 2)
+#define PIPELINED_128x256(name, vec, bk, stages)                               \
+    PIPELINED_KERNEL(name, 256, 1, vec, 128, 256, bk, 64, 64, 2, 2, 8, 4, stages)
+PIPELINED_128x256(mm12b_pipelined_2stage, 1, 16, 2)
+PIPELINED_128x256(mm12b_pipelined_2stage_scalar, 0, 16, 2)
+PIPELINED_128x256(mm12c_pipelined_bk8, 1, 8, 3)
+PIPELINED_128x256(mm12c_pipelined_bk8_scalar, 0, 8, 3)
+PIPELINED_128x256(mm12d_pipelined_bk32, 1, 32, 2)
+PIPELINED_128x256(mm12d_pipelined_bk32_scalar, 0, 32, 2)
 PIPELINED_KERNEL(mm12e_pipelined_256x128, 256, 1, 1, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
-PIPELINED_KERNEL(mm12e_pipelined_256x128_scalar, 256, 1, 0, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12e_pipelined_256x128_scalar, 256, 1, 0,
+                 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)

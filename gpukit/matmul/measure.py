@@ -93,7 +93,8 @@ def _registers(kernel: str, m: int, n: int, k: int, vec: bool) -> dict:
         attrs = getattr(fn, "attributes", {}) or {}
         return {"function": name, "threads": block[0] * block[1],
                 "registers": attrs.get("num_regs", getattr(fn, "num_regs", None)),
-                "shared_bytes": attrs.get("shared_size_bytes"),
+                "shared_bytes": (attrs.get("shared_size_bytes") or 0)
+                + mm.pipelined_shared_bytes(kernel),
                 "local_bytes": attrs.get("local_size_bytes", getattr(fn, "local_size_bytes", None))}
     except Exception as exc:  # a missing attribute must not sink the benchmark
         return {"registers_error": f"{type(exc).__name__}: {exc}"}

@@ -109,22 +109,35 @@ def summarise(m: dict) -> dict:
     }
 
 
-def profile(n: int = 4096, kernels=PROFILED, timeout: float = 300) -> dict:
-    """One ncu run over ``kernels``; ``{"n", "ncu", "command", "seconds", "kernels": [...]}``."""
+#: ncu's name filter for cuBLAS's SGEMM kernel (its name changes with the library)
+CUBLAS_REGEX = "gemm"
+
+
+def _ncu(exe: str, kernels: list[str], regex: str, n: int, timeout: float):
+    """One ncu run over the launches of ``kernels``: (command, profiled launches)."""
     from gpukit.profiling import ncu
-    exe = ncu.require_ncu()
-    kernels = list(kernels)
     target = ["gpukit.matmul.profile:launch", json.dumps([kernels, n])]
-    cmd = [exe, "--clock-control", "none", "--kernel-name", f"regex:{_regex(kernels)}",
+    cmd = [exe, "--clock-control", "none", "--kernel-name", f"regex:{regex}",
            "--kernel-name-base", "function", "--csv", "--page", "raw",
            "--print-units", "base", "--metrics", ",".join(METRICS),
            sys.executable, "-m", "gpukit.proc", *target]
-    t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     err = ncu.classify(done.stdout + done.stderr, done.returncode)
     if err is not None:
         raise err
-    found = ncu.parse_raw_csv(done.stdout)
+    shown = " ".join(["ncu", *cmd[1:cmd.index(sys.executable)], "python -m", "gpukit.proc",
+                      target[0], "'" + target[1] + "'"])
+    return shown, ncu.parse_raw_csv(done.stdout)
+
+
+def profile(n: int = 4096, kernels=PROFILED, timeout: float = 300) -> dict:
+    """ncu over ``kernels`` (one run), then over cuBLAS (another run, whose failure is
+    recorded in its row); ``{"n", "ncu", "command", "seconds", "kernels": [...]}``."""
+    from gpukit.profiling import ncu
+    exe = ncu.require_ncu()
+    kernels = list(kernels)
+    t0 = time.perf_counter()
+    command, found = _ncu(exe, kernels, _regex(kernels), n, timeout)
     if len(found) != 2 * len(kernels):
         raise ncu.NcuError("failed", f"expected {2 * len(kernels)} profiled launches, "
                                      f"got {len(found)}")
@@ -133,10 +146,17 @@ def profile(n: int = 4096, kernels=PROFILED, timeout: float = 300) -> dict:
         second = found[2 * i + 1]                      # the launch after the warm-up
         rows.append({"name": kernel, "function": second["name"][:80],
                      **summarise(second["metrics"])})
+    try:
+        _cmd, found = _ncu(exe, ["cublas"], CUBLAS_REGEX, n, timeout)
+        if not found:
+            raise ncu.NcuError("no-kernel", "no cuBLAS kernel was profiled")
+        last = found[-1]
+        rows.append({"name": "cublas", "function": last["name"][:80],
+                     **summarise(last["metrics"])})
+    except (ncu.NcuError, subprocess.SubprocessError, OSError) as exc:
+        rows.append({"name": "cublas", "error": str(exc)[:300]})
     return {"n": n, "ncu": ncu.version(exe), "seconds": time.perf_counter() - t0,
-            "command": " ".join(["ncu", *cmd[1:cmd.index(sys.executable)], "python -m",
-                                 "gpukit.proc", target[0], "'" + target[1] + "'"]),
-            "kernels": rows}
+            "command": command, "kernels": rows}
 
 
 def main(argv=None) -> int:
@@ -158,6 +178,9 @@ def main(argv=None) -> int:
         print(f"python -m gpukit.matmul.profile: {exc}", file=sys.stderr)
         return 1
     for r in data["kernels"]:
+        if r.get("error"):
+            print(f"{r['name']:<22} {r['error']}")
+            continue
         print(f"{r['name']:<22} FFMA share {r['ffma_share'] or 0:6.1%}  issue active "
               f"{r['issue_active_pct'] or 0:5.1f} %  warps {r['warps_active_pct'] or 0:5.1f} %")
     if args.save:

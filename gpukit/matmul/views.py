@@ -72,6 +72,10 @@ THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8),
                 "08-warptile": (8, 8), "09-warptile-128x64": (8, 8), "10-warptile-128x256": (16, 8),
                 "11-warptile-bk8": (8, 8), "12-pipelined": (16, 8)}
 
+#: Dynamic shared memory of the kernels that take it (bytes; the compiler's report counts
+#: only static shared memory). Kernel 12: 3 stages x BK 16 x (128 + 4 + 256) floats.
+DYNAMIC_SHARED = {"12-pipelined": 4 * 3 * 16 * (128 + 4 + 256)}
+
 #: Kernels without tiles: every multiply-add loads both operands from global memory.
 UNTILED = ("01-naive-numba", "02-coalesced-numba")
 
@@ -354,8 +358,11 @@ def render_ptxas(slug: str, data: dict) -> str:
                      rep.get("spill_stores", "-")])
     for kernel, fn in PTXAS_NAMES.items():
         rep = data["cuda_c"].get(fn, {})
+        shared = rep.get("shared_bytes", "-")
+        if kernel in DYNAMIC_SHARED:
+            shared = f"{DYNAMIC_SHARED[kernel]:,} (dynamic)"
         rows.append([f"`{kernel}` (`{fn}`)", "CUDA C", rep.get("registers", "-"),
-                     rep.get("shared_bytes", "-"), rep.get("spill_stores", "-")])
+                     shared, rep.get("spill_stores", "-")])
     note = (f"\n\n<small>From `{data['command']}` ({data['nvcc']}, {data['arch']}), recorded "
             "by `python -m gpukit.matmul.ptxas --ptxas`.</small>")
     spills = sum(1 for r in rows if isinstance(r[4], (int, float)) and r[4] > 0)
@@ -436,6 +443,9 @@ def render_profile(slug: str, data: dict) -> str:
     peak = fp32_peak(data["machine"].get("gpu") or {})
     rows, notes = [], []
     for r in p["kernels"]:
+        if r.get("error"):
+            rows.append([f"`{r['name']}`", "not profiled: " + r["error"][:60]] + ["-"] * 6)
+            continue
         ceiling = (r["ffma_share"] * r["issue_active_pct"] / 100
                    if r.get("ffma_share") is not None and r.get("issue_active_pct") else None)
         stall = next(iter(r.get("stalls") or {}), None)

@@ -56,14 +56,14 @@ static std::map<std::string, Kernel> kernels() {
     k["mm11_warptile_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm11_warptile_bk8_scalar(a, b, c, m, n, kk); };
     k["mm12_pipelined"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12_pipelined(a, b, c, m, n, kk); };
     k["mm12_pipelined_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12_pipelined_scalar(a, b, c, m, n, kk); };
-    k["mm12b_pipelined_bk8"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_bk8(a, b, c, m, n, kk); };
-    k["mm12b_pipelined_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_bk8_scalar(a, b, c, m, n, kk); };
-    k["mm12c_pipelined_3stage"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_3stage(a, b, c, m, n, kk); };
-    k["mm12c_pipelined_3stage_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_3stage_scalar(a, b, c, m, n, kk); };
+    k["mm12b_pipelined_2stage"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_2stage(a, b, c, m, n, kk); };
+    k["mm12b_pipelined_2stage_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_2stage_scalar(a, b, c, m, n, kk); };
+    k["mm12c_pipelined_bk8"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_bk8(a, b, c, m, n, kk); };
+    k["mm12c_pipelined_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_bk8_scalar(a, b, c, m, n, kk); };
     k["mm12d_pipelined_bk32"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12d_pipelined_bk32(a, b, c, m, n, kk); };
     k["mm12d_pipelined_bk32_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12d_pipelined_bk32_scalar(a, b, c, m, n, kk); };
-    k["mm12e_pipelined_256x128_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12e_pipelined_256x128_scalar(a, b, c, m, n, kk); };
     k["mm12e_pipelined_256x128"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12e_pipelined_256x128(a, b, c, m, n, kk); };
+    k["mm12e_pipelined_256x128_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12e_pipelined_256x128_scalar(a, b, c, m, n, kk); };
     return k;
 }
 
