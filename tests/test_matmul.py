@@ -623,7 +623,9 @@ def test_profile_view(tmp_path):
     results.save("matmul", data, root=tmp_path, machine=machine)
     assert "Not recorded yet" in pages.render("matmul", "profile", root=tmp_path)
     prof = {"n": 4096, "ncu": "2025.3", "command": "ncu --metrics x python -m gpukit.proc y",
-            "kernels": [{"name": "12-pipelined",
+            "kernels": [{"name": "10-warptile-128x256",
+                         **mprof.summarise(_metrics(1000.0, 32 * 850.0, 79.0))},
+                        {"name": "12-pipelined",
                          **mprof.summarise(_metrics(1000.0, 32 * 900.0, 80.0, wait=0.2))},
                         {"name": "cublas", "error": "no cuBLAS kernel was profiled"}]}
     results.save("matmul", {**data, "profile": prof}, root=tmp_path, machine=machine)
@@ -631,6 +633,13 @@ def test_profile_view(tmp_path):
     # 90 % FFMA x 80 % issue = 72 % of the peak; cuBLAS at 50 of 51.2 TFLOP/s = 98 %
     assert "| `12-pipelined` | 3.00 ms | 90.0 % | 80.0 | 72.0 % | 12.5 | wait (0.20) | 12 |" in md
     assert "not profiled: no cuBLAS kernel" in md and "98 % of the FP32 peak" in md
+    assert ("`12-pipelined` raises the share of FFMA among the executed instructions from "
+            "85.0 % (`10-warptile-128x256`) to 90.0 %, with issue active at 80 % of cycles "
+            "against 79 %.") in md
+
+
+def test_profile_pairs_agree():
+    assert mv.PROFILE_PAIRS == mprof.PAIRS
 
 
 def test_profile_regex_names_each_kernel():

@@ -214,7 +214,8 @@ def _regtile(a, b, c):
         for j in range(8):
             acc[i, j] = 0.0
     # The elements of A and B this thread copies lie in the same rows and columns of
-    # every tile; only k moves. A: column ak, rows ar + 32 s; B: column bc, rows bk + 2 s.
+    # every tile; only k moves. A: column ak, rows ar + 32 s; B: column bc, rows
+    # bk + 2 s.
     ak, ar = tid % RT_BK, row0 + tid // RT_BK
     bk, bc = tid // RT_TILE, col0 + tid % RT_TILE
     tiles = (kdim + RT_BK - 1) // RT_BK

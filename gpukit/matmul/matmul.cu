@@ -458,7 +458,10 @@ __device__ __forceinline__ void copy_async16(float* dst, const float* src, bool 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(at), "l"(src), "r"(inside ? 16 : 0));
 }
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n"); }
+__device__ __forceinline__ void copy_commit()
+{
+    asm volatile("cp.async.commit_group;\n");
+}
 template <int N> __device__ __forceinline__ void copy_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
@@ -478,17 +481,17 @@ template <int N> __device__ __forceinline__ void copy_wait() {}
 
 // One block's work. EDGE: the block touches an edge of C or K is not a multiple of BK,
 // so every copy checks its bounds; blocks inside skip the checks.
-template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM, int TN,
-          int STAGES, int VEC, bool EDGE>
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM,
+          int TN, int STAGES, int VEC, bool EDGE>
 __device__ __forceinline__ void pipelined_body(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     int M, int N, int K, float* As, float* Bs)
 {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    constexpr int PA = BM + 4;          // row of the transposed A tile, padded (see page)
+    constexpr int PA = BM + 4;          // row of the transposed A tile, padded
     constexpr int SA = BK * PA, SB = BK * BN;           // floats per stage
-    static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "a warp sub-tile needs 32 threads");
+    static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "32 threads a warp sub-tile");
     static_assert(BM * BK % NT == 0 && BK * BN % (4 * NT) == 0, "even copy split");
 
     const int tid = threadIdx.x;
@@ -498,11 +501,12 @@ __device__ __forceinline__ void pipelined_body(
     const int rowBase = blockIdx.y * BM, colBase = blockIdx.x * BN;
 
     // Inside the matrices the copies need no checks, and each thread copies the same
-    // rows and columns of every tile: column ka of A at rows ma + l * RA, and row kb + l *
-    // RB of B at columns nb..nb+3. Their addresses are computed once; each tile only
-    // moves them along k.
+    // rows and columns of every tile: column ka of A at rows ma + l * RA, and row
+    // kb + l * RB of B at columns nb..nb+3. Their addresses are computed once; each
+    // tile only moves them along k.
     constexpr int RA = NT / BK, RB = NT / (BN / 4);
-    const int ka = tid % BK, ma = tid / BK, kb = tid / (BN / 4), nb = (tid % (BN / 4)) * 4;
+    const int ka = tid % BK, ma = tid / BK;
+    const int kb = tid / (BN / 4), nb = (tid % (BN / 4)) * 4;
     const float* pa = A + (size_t)(rowBase + ma) * K + ka;
     const float* pb = B + (size_t)kb * N + colBase + nb;
     const size_t stepA = (size_t)RA * K, stepB = (size_t)RB * N;
@@ -527,8 +531,8 @@ __device__ __forceinline__ void pipelined_body(
                 const int e = tid + l * NT;
                 const int m = e / BK, k = e % BK;
                 const bool in = !EDGE || (rowBase + m < M && k0 + k < K);
-                copy_async4(&as[k * PA + m], in ? &A[(size_t)(rowBase + m) * K + k0 + k] : A,
-                            in);
+                const float* src = &A[(size_t)(rowBase + m) * K + k0 + k];
+                copy_async4(&as[k * PA + m], in ? src : A, in);
             }
 #pragma unroll
             for (int l = 0; l < BK * BN / 4 / NT; ++l) {
@@ -562,7 +566,7 @@ __device__ __forceinline__ void pipelined_body(
     }
     int cur = 0, next = STAGES - 1;     // stage computed on, stage copied into
     for (int t = 0; t < tiles; ++t) {
-        copy_wait<STAGES - 2>();        // this thread's copies of tile t have landed ...
+        copy_wait<STAGES - 2>();        // this thread's copies of tile t are in ...
         __syncthreads();                // ... and everybody's; stage `next` is free
         if (t + STAGES - 1 < tiles) issue((t + STAGES - 1) * BK, next);
         copy_commit();
@@ -612,8 +616,8 @@ __device__ __forceinline__ void pipelined_body(
 }
 
 // The kernel: shared memory for all stages, then the checked or the unchecked body.
-template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM, int TN,
-          int STAGES, int VEC>
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM,
+          int TN, int STAGES, int VEC>
 __device__ __forceinline__ void pipelined(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     int M, int N, int K)

@@ -376,6 +376,10 @@ def render_ptxas(slug: str, data: dict) -> str:
 
 # ------------------------------------------------------------ targets and profiles
 
+#: (kernel before, kernel after) as profile.PAIRS (kept here: views import no kernels)
+PROFILE_PAIRS = (("03b-smem-8x8-numba", "03c-regtile-numba"),
+                 ("10-warptile-128x256", "12-pipelined"))
+
 #: the chapter's targets: % of cuBLAS fp32 at the benchmark size
 NUMBA_TARGET_PCT = 50.0
 SIMT_TARGET_PCT = 92.0
@@ -454,6 +458,16 @@ def render_profile(slug: str, data: dict) -> str:
                      _share(ceiling), _num(r.get("warps_active_pct"), ".1f"),
                      f"{stall} ({r['stalls'][stall]:.2f})" if stall else "-",
                      _num(r.get("bank_conflicts"), ",.0f")])
+    by_name = {r["name"]: r for r in p["kernels"] if not r.get("error")}
+    lead = []
+    for before, after in PROFILE_PAIRS:
+        b, a = by_name.get(before), by_name.get(after)
+        if b and a and b.get("ffma_share") and a.get("ffma_share"):
+            lead.append(f"`{after}` raises the share of FFMA among the executed "
+                        f"instructions from {_share(b['ffma_share'])} (`{before}`) to "
+                        f"{_share(a['ffma_share'])}, with issue active at "
+                        f"{_num(a.get('issue_active_pct'), '.0f')} % of cycles against "
+                        f"{_num(b.get('issue_active_pct'), '.0f')} %.")
     cublas = next((x["tflops"] for x in data["gpu"]["rows"] if x["name"] == "cublas"
                    and x.get("tflops")), None)
     if peak and cublas:
@@ -466,7 +480,8 @@ def render_profile(slug: str, data: dict) -> str:
            "scheduler issued an instruction; their product is the share of the FP32 peak "
            "the kernel would reach at the clock ncu saw; warps active is the occupancy "
            "reached; the top stall is in cycles per issued instruction.")
-    return (pages.table(["kernel", "time", "FFMA share", "issue active (%)",
+    return ((" ".join(lead) + "\n\n" if lead else "")
+            + pages.table(["kernel", "time", "FFMA share", "issue active (%)",
                          "FFMA x issue", "warps active (%)", "top stall",
                          "shared bank conflicts"], rows)
             + "\n\n" + " ".join(notes + [key])
