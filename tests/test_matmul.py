@@ -633,9 +633,9 @@ def test_profile_view(tmp_path):
     # 90 % FFMA x 80 % issue = 72 % of the peak; cuBLAS at 50 of 51.2 TFLOP/s = 98 %
     assert "| `12-pipelined` | 3.00 ms | 90.0 % | 80.0 | 72.0 % | 12.5 | wait (0.20) | 12 |" in md
     assert "not profiled: no cuBLAS kernel" in md and "98 % of the FP32 peak" in md
-    assert ("`12-pipelined` raises the share of FFMA among the executed instructions from "
-            "85.0 % (`10-warptile-128x256`) to 90.0 %, with issue active at 80 % of cycles "
-            "against 79 %.") in md
+    assert ("The new rungs raise the share of FFMA among the instructions they execute: "
+            "`12-pipelined` from 85.0 % (`10-warptile-128x256`) to 90.0 %, with issue "
+            "active at 80 % of cycles against 79 %.") in md
 
 
 def test_profile_pairs_agree():

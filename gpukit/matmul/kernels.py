@@ -442,11 +442,13 @@ def cuda_c_launch(kernel: str, m: int, n: int, k: int, vec: bool):
 
 
 @functools.cache
-def cupy_module(device_id: int = 0):
-    """The compiled CUDA C module (NVRTC, for the current GPU's architecture), one per GPU."""
+def cupy_module(device_id: int = 0, tuning: bool = False):
+    """The compiled CUDA C module (NVRTC, for the current GPU's architecture), one per GPU;
+    ``tuning``: the module with the other shapes of kernel 12 (``CUDA_C_TUNING``) too."""
     import cupy
+    options = ("-std=c++17",) + (("-DMATMUL_TUNING",) if tuning else ())
     with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"), options=("-std=c++17",))
+        mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"), options=options)
         mod.compile()
     return mod
 
@@ -485,7 +487,7 @@ def launch_cuda_c(kernel: str, a, b, out):
     if grid[1] > 65535:
         raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
                          f"65535; split A into row blocks or use kernel='cublas'")
-    fn = cupy_module(cupy.cuda.Device().id).get_function(name)
+    fn = cupy_module(cupy.cuda.Device().id, kernel in CUDA_C_TUNING).get_function(name)
     shared = pipelined_shared_bytes(kernel)
     if shared > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = shared   # above 48 KiB: ask first

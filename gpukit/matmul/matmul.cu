@@ -655,7 +655,9 @@ PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
 PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
 // --8<-- [end:pipelined]
 
-// Other shapes of kernel 12, timed side by side to choose its sizes.
+// Other shapes of kernel 12, timed side by side to choose its sizes; compiled only on
+// request (-DMATMUL_TUNING), so that the ladder's module stays quick to build.
+#if defined(MATMUL_TUNING)
 #define PIPELINED_128x256(name, vec, bk, stages)                               \
     PIPELINED_KERNEL(name, 256, 1, vec, 128, 256, bk, 64, 64, 2, 2, 8, 4, stages)
 PIPELINED_128x256(mm12b_pipelined_2stage, 1, 16, 2)
@@ -667,3 +669,4 @@ PIPELINED_128x256(mm12d_pipelined_bk32_scalar, 0, 32, 2)
 PIPELINED_KERNEL(mm12e_pipelined_256x128, 256, 1, 1, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
 PIPELINED_KERNEL(mm12e_pipelined_256x128_scalar, 256, 1, 0,
                  256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
+#endif

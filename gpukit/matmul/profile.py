@@ -125,8 +125,10 @@ def _ncu(exe: str, kernels: list[str], regex: str, n: int, timeout: float):
     err = ncu.classify(done.stdout + done.stderr, done.returncode)
     if err is not None:
         raise err
-    shown = " ".join(["ncu", *cmd[1:cmd.index(sys.executable)], "python -m", "gpukit.proc",
-                      target[0], "'" + target[1] + "'"])
+    shown = cmd[1:cmd.index(sys.executable)]
+    shown[shown.index("--metrics") + 1] = "<METRICS of gpukit/matmul/profile.py>"
+    shown = " ".join(["ncu", *shown, "python -m", "gpukit.proc", target[0],
+                      "'" + target[1] + "'"])
     return shown, ncu.parse_raw_csv(done.stdout)
 
 

@@ -463,16 +463,17 @@ def render_profile(slug: str, data: dict) -> str:
     for before, after in PROFILE_PAIRS:
         b, a = by_name.get(before), by_name.get(after)
         if b and a and b.get("ffma_share") and a.get("ffma_share"):
-            lead.append(f"`{after}` raises the share of FFMA among the executed "
-                        f"instructions from {_share(b['ffma_share'])} (`{before}`) to "
+            lead.append(f"`{after}` from {_share(b['ffma_share'])} (`{before}`) to "
                         f"{_share(a['ffma_share'])}, with issue active at "
                         f"{_num(a.get('issue_active_pct'), '.0f')} % of cycles against "
-                        f"{_num(b.get('issue_active_pct'), '.0f')} %.")
+                        f"{_num(b.get('issue_active_pct'), '.0f')} %")
+    lead = ("The new rungs raise the share of FFMA among the instructions they execute: "
+            + "; ".join(lead) + ".") if lead else ""
     cublas = next((x["tflops"] for x in data["gpu"]["rows"] if x["name"] == "cublas"
                    and x.get("tflops")), None)
     if peak and cublas:
         notes.append(f"cuBLAS runs at {100 * cublas / peak['tflops']:.0f} % of the FP32 peak "
-                     f"({peak['tflops']:.1f} TFLOP/s) in the benchmark run; "
+                     f"of {peak['tflops']:.1f} TFLOP/s in the benchmark run; "
                      f"{SIMT_TARGET_PCT:.0f} % of cuBLAS is "
                      f"{SIMT_TARGET_PCT * cublas / peak['tflops']:.0f} % of the peak.")
     key = ("Columns: FFMA share is the share of executed instructions that are FFMA (each "
@@ -480,7 +481,7 @@ def render_profile(slug: str, data: dict) -> str:
            "scheduler issued an instruction; their product is the share of the FP32 peak "
            "the kernel would reach at the clock ncu saw; warps active is the occupancy "
            "reached; the top stall is in cycles per issued instruction.")
-    return ((" ".join(lead) + "\n\n" if lead else "")
+    return ((lead + "\n\n" if lead else "")
             + pages.table(["kernel", "time", "FFMA share", "issue active (%)",
                          "FFMA x issue", "warps active (%)", "top stall",
                          "shared bank conflicts"], rows)
