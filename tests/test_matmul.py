@@ -17,6 +17,7 @@ from gpukit import pages, results
 from gpukit.matmul import check_matmul, error_bound
 from gpukit.matmul import kernels as mm
 from gpukit.matmul import measure as mb
+from gpukit.matmul import profile as mprof
 from gpukit.matmul import ptxas as mp
 from gpukit.matmul import sanitize as ms
 from gpukit.matmul import views as mv
@@ -187,11 +188,12 @@ def emulator(tmp_path_factory):
                                str(tmp_path_factory.mktemp("emu")))
 
 
-EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True)]
+EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True),
+              (136, 266, 64, False), (136, 264, 64, True)]   # with blocks away from the edges
 
 
 @pytest.mark.parametrize("shape", EMU_SHAPES, ids=lambda s: "x".join(map(str, s[:3])) + ("-vec" if s[3] else ""))
-@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS)
+@pytest.mark.parametrize("kernel", mm.CUDA_C_KERNELS + tuple(mm.CUDA_C_TUNING))
 def test_cuda_c_kernels_in_cpu_emulator(emulator, kernel, shape, tmp_path):
     m, n, k, vec = shape
     if kernel == "04-smem-cuda" and m * n > 10_000:
@@ -470,7 +472,7 @@ def test_thread_tiles_match_the_block_tiles_and_the_kernels():
 
 
 def test_block_tiles_match_the_kernels():
-    for kernel in ("03-smem-numba", "03b-smem-8x8-numba"):
+    for kernel in ("03-smem-numba", "03b-smem-8x8-numba", "03c-regtile-numba"):
         _fn, (gx, gy), threads = mm.numba_launch(kernel, 1000, 1000)
         assert (gx, gy) == (math.ceil(1000 / mv.BLOCK_TILES[kernel][1]),
                             math.ceil(1000 / mv.BLOCK_TILES[kernel][0]))
@@ -520,3 +522,135 @@ def test_bench_command_prints_every_part(monkeypatch, capsys):
 
 def test_small_sweep_sizes_are_timed_back_to_back():
     assert mb.sweep_batch(512) > 1 and mb.sweep_batch(1024) > 1 and mb.sweep_batch(8192) == 1
+
+
+# ------------------------------------------- kernel 12's shapes, targets, tuning and profile
+
+def test_pipelined_shapes_match_the_source():
+    """The Python table of kernel 12's shapes (which sizes its dynamic shared memory) says
+    what matmul.cu compiles, and the launch tables agree with it."""
+    import re
+    src = (ROOT / "gpukit" / "matmul" / "matmul.cu").read_text()
+    found = {}
+    for m in re.finditer(r"PIPELINED_KERNEL\((\w+), 256, 1, 1,\s*(\d+), (\d+), (\d+), "
+                         r"[\d, ]+, (\d+)\)", src):
+        found[m.group(1)] = tuple(int(m.group(i)) for i in (2, 3, 4, 5))
+    for m in re.finditer(r"PIPELINED_128x256\((\w+), 1, (\d+), (\d+)\)", src):
+        found[m.group(1)] = (128, 256, int(m.group(2)), int(m.group(3)))
+    table = {**mm.CUDA_C_LAUNCH, **mm.CUDA_C_TUNING}
+    assert set(mm.PIPELINED_SHAPES) == {"12-pipelined", *mm.CUDA_C_TUNING}
+    for kernel, shape in mm.PIPELINED_SHAPES.items():
+        name, bm, bn = table[kernel][:3]
+        assert found[name] == shape, kernel
+        assert (bm, bn) == shape[:2], kernel
+        assert name + "_scalar" == table[kernel][5] and f"{name}_scalar" in src
+    assert mm.pipelined_shared_bytes("12-pipelined") == mv.DYNAMIC_SHARED["12-pipelined"]
+    assert mm.pipelined_shared_bytes("08-warptile") == 0
+
+
+def test_regtile_kernel_over_several_blocks_and_tiles():
+    """03c with 2 x 2 blocks, partial tiles on both edges and a K that no tile divides."""
+    from numba import cuda
+    m, n, k = 140, 131, 19
+    a, b = inputs(m, n, k, seed=5)
+    out = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    mm.matmul(cuda.to_device(a), cuda.to_device(b), kernel="03c-regtile-numba", out=out)
+    check_matmul(out.copy_to_host(), a, b, what="03c")
+
+
+def _with(data, **gpu):
+    data = {**data, "gpu": {**data["gpu"], **gpu}}
+    return data
+
+
+def test_targets_judge_the_best_numba_and_simt_kernels(tmp_path):
+    machine, data = fabricated()
+    rows = [{"name": "cublas", "tflops": 50.0, "pct_of_cublas": 100.0},
+            {"name": "03b-smem-8x8-numba", "tflops": 12.0, "pct_of_cublas": 24.0},
+            {"name": "03c-regtile-numba", "tflops": 30.0, "pct_of_cublas": 60.0},
+            {"name": "10-warptile-128x256", "tflops": 44.0, "pct_of_cublas": 88.0},
+            {"name": "12-pipelined", "tflops": 45.5, "pct_of_cublas": 91.0}]
+    got = mv.targets(pages.Record(_with(data, rows=rows)))
+    assert [t.met for t in got] == [True, False]
+    assert "60.0 % (`03c-regtile-numba`)" == got[0].value and ">= 50 %" in got[0].goal
+    assert "91.0 % (`12-pipelined`)" == got[1].value and ">= 92 %" in got[1].goal
+    rows[4]["pct_of_cublas"] = 92.0
+    assert mv.targets(pages.Record(_with(data, rows=rows)))[1].met is True
+    only_cublas = mv.targets(pages.Record(_with(data, rows=rows[:1])))
+    assert [t.met for t in only_cublas] == [None, None]
+    assert pages.TARGETS["matmul"] is mv.targets
+
+
+def test_tuning_view_with_and_without_a_record(tmp_path):
+    machine, data = fabricated()
+    results.save("matmul", data, root=tmp_path, machine=machine)
+    assert "Not recorded yet" in pages.render("matmul", "tuning", root=tmp_path)
+    tuning = [{"name": "12-pipelined", "block_tile": [128, 256], "bk": 16, "stages": 3,
+               "tflops": 45.0, "pct_of_cublas": 90.0},
+              {"name": "12b-pipelined-2stage", "block_tile": [128, 256], "bk": 16,
+               "stages": 2, "tflops": 46.0, "pct_of_cublas": 92.0},
+              {"name": "12e-pipelined-256x128", "block_tile": [256, 128], "bk": 16,
+               "stages": 2, "error": "Mismatch: boom"}]
+    results.save("matmul", _with(data, tuning=tuning), root=tmp_path, machine=machine)
+    md = pages.render("matmul", "tuning", root=tmp_path)
+    assert "`12b-pipelined-2stage` was the fastest" in md
+    assert "| `12-pipelined` | 128 x 256 | 16 | 3 | 45.00 | 90.0 % |" in md
+    assert "failed: Mismatch: boom" in md
+
+
+def _metrics(inst, ffma_threads, issue, **stalls):
+    m = {"smsp__inst_executed.sum": inst,
+         "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": ffma_threads,
+         "smsp__issue_active.avg.pct_of_peak_sustained_active": issue,
+         "sm__warps_active.avg.pct_of_peak_sustained_active": 12.5,
+         "gpu__time_duration.sum": 3e-3,
+         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 5.0,
+         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 7.0}
+    for k, v in stalls.items():
+        m[f"smsp__average_warps_issue_stalled_{k}_per_issue_active.ratio"] = v
+    return m
+
+
+def test_profile_summary_counts_ffma_per_warp_instruction():
+    s = mprof.summarise(_metrics(1000.0, 32 * 900.0, 80.0, barrier=0.1, not_selected=0.9))
+    assert math.isclose(s["ffma_share"], 0.9) and s["issue_active_pct"] == 80.0
+    assert list(s["stalls"]) == ["not_selected", "barrier"] and s["bank_conflicts"] == 12.0
+    assert mprof.summarise({})["ffma_share"] is None
+
+
+def test_profile_view(tmp_path):
+    machine, data = fabricated()
+    results.save("matmul", data, root=tmp_path, machine=machine)
+    assert "Not recorded yet" in pages.render("matmul", "profile", root=tmp_path)
+    prof = {"n": 4096, "ncu": "2025.3", "command": "ncu --metrics x python -m gpukit.proc y",
+            "kernels": [{"name": "10-warptile-128x256",
+                         **mprof.summarise(_metrics(1000.0, 32 * 850.0, 79.0))},
+                        {"name": "12-pipelined",
+                         **mprof.summarise(_metrics(1000.0, 32 * 900.0, 80.0, wait=0.2))},
+                        {"name": "cublas", "error": "no cuBLAS kernel was profiled"}]}
+    results.save("matmul", {**data, "profile": prof}, root=tmp_path, machine=machine)
+    md = pages.render("matmul", "profile", root=tmp_path)
+    # 90 % FFMA x 80 % issue = 72 % of the peak; cuBLAS at 50 of 51.2 TFLOP/s = 98 %
+    assert "| `12-pipelined` | 3.00 ms | 90.0 % | 80.0 | 72.0 % | 12.5 | wait (0.20) | 12 |" in md
+    assert "not profiled: no cuBLAS kernel" in md and "98 % of the FP32 peak" in md
+    assert ("The new rungs raise the share of FFMA among the instructions they execute: "
+            "`12-pipelined` from 85.0 % (`10-warptile-128x256`) to 90.0 %, with issue "
+            "active at 80 % of cycles against 79 %.") in md
+
+
+def test_profile_pairs_agree():
+    assert mv.PROFILE_PAIRS == mprof.PAIRS
+
+
+def test_profile_regex_names_each_kernel():
+    rx = mprof._regex(mprof.PROFILED)
+    assert rx.split("|") == ["smem_kernel", "_regtile", "mm10_warptile_128x256$",
+                             "mm12_pipelined$"]
+
+
+@pytest.mark.parametrize("argv", [["--n", "x"], ["--n", "0"], ["--bogus"]])
+def test_profile_command_refuses_bad_input(argv):
+    proc = subprocess.run([sys.executable, "-m", "gpukit.matmul.profile", *argv],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

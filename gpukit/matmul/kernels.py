@@ -33,15 +33,17 @@ import math
 from pathlib import Path
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from ..device import simulator_enabled
 from ..arrays import as_numba, kind
 
 #: Kernel names, in the order the chapter introduces them.
-NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba")
+NUMBA_KERNELS = ("01-naive-numba", "02-coalesced-numba", "03-smem-numba", "03b-smem-8x8-numba",
+                 "03c-regtile-numba")
 CUDA_C_KERNELS = ("04-smem-cuda", "05-1d-blocktile", "06-2d-blocktile", "07-vectorised",
-                  "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8")
+                  "08-warptile", "09-warptile-128x64", "10-warptile-128x256", "11-warptile-bk8",
+                  "12-pipelined")
 KERNELS = NUMBA_KERNELS + CUDA_C_KERNELS + ("cublas",)
 DEFAULT_KERNEL = "08-warptile"
 
@@ -161,6 +163,111 @@ smem_kernel_8x8 = make_smem_kernel(128, 8, launch_bounds=(256, 2))
 # --8<-- [end:smem_numba]
 
 
+# ------------------------------------- 03c: register tiles read 16 bytes at a time (numba)
+
+# --8<-- [start:regtile_numba]
+# Kernel 03b with its loads rearranged. A thread owns 2 x 2 groups of 4 x 4 outputs:
+# rows 4 ty + 64 g + i and columns 4 tx + 64 h + j. The 4 values of a group sit side by
+# side in shared memory, in a row whose start is 16-byte aligned, so the compiler can
+# fetch them with one 16-byte load: 4 shared loads per step along k instead of 16.
+# Shared memory holds two tiles: while the block computes on one, the next tile's
+# values wait in registers and are stored into the other buffer afterwards, so each
+# step needs one barrier.
+RT_TILE, RT_BK, RT_GROUP = 128, 8, 4
+RT_PAD = RT_TILE + 4              # row length of the transposed A tile (see below)
+RT_HALF = RT_TILE // 2            # 64: the second group of rows (columns) of a thread
+RT_LOADS = RT_TILE * RT_BK // (THREADS * THREADS)    # 4 values of each tile a thread
+RT_UNROLL = 2                     # steps along k per round of the k loop (see below)
+RT_ASTEP = THREADS * THREADS // RT_BK     # 32: rows of A between a thread's copies
+RT_BSTEP = THREADS * THREADS // RT_TILE   # 2: rows of B between a thread's copies
+RT_SA, RT_SB = 2 * RT_BK * RT_PAD, 2 * RT_BK * RT_TILE   # two buffers of each tile
+#: 16-byte aligned shared arrays (numba's simulator takes no alignment, and needs none)
+RT_ALIGN = None if simulator_enabled() else 16
+
+
+def make_regtile_kernel(launch_bounds=None):
+    """The 03c kernel; ``launch_bounds`` caps its registers (None: the compiler's
+    choice)."""
+    options = ({} if launch_bounds is None or simulator_enabled()
+               else {"launch_bounds": launch_bounds})
+    return cuda.jit(**options)(_regtile)
+
+
+def _regtile(a, b, c):
+    # A is stored transposed and its rows padded by 4 floats: the 32 stores of a warp
+    # (8 values of k for each of 4 rows) land in 32 different banks, and every row
+    # still starts on a 16-byte boundary. Both tiles live in flat arrays indexed by
+    # unsigned integers: an index that cannot be negative needs no wraparound test,
+    # and the compiler then sees that the 4 loads of a group are neighbours.
+    sa = cuda.shared.array(RT_SA, float32, alignment=RT_ALIGN)
+    sb = cuda.shared.array(RT_SB, float32, alignment=RT_ALIGN)
+    acc = cuda.local.array((8, 8), float32)
+    ra = cuda.local.array(8, float32)
+    rb = cuda.local.array(8, float32)
+    na = cuda.local.array(RT_LOADS, float32)      # the next tile, in flight
+    nb = cuda.local.array(RT_LOADS, float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    tid = ty * THREADS + tx
+    row0, col0 = cuda.blockIdx.y * RT_TILE, cuda.blockIdx.x * RT_TILE
+    m, n, kdim = c.shape[0], c.shape[1], a.shape[1]
+    for i in range(8):
+        for j in range(8):
+            acc[i, j] = 0.0
+    # The elements of A and B this thread copies lie in the same rows and columns of
+    # every tile; only k moves. A: column ak, rows ar + 32 s; B: column bc, rows
+    # bk + 2 s.
+    ak, ar = tid % RT_BK, row0 + tid // RT_BK
+    bk, bc = tid // RT_TILE, col0 + tid % RT_TILE
+    tiles = (kdim + RT_BK - 1) // RT_BK
+    for t in range(tiles + 1):
+        # fetch tile t into registers (nothing left to fetch in the last round)
+        if t < tiles:
+            k0 = t * RT_BK
+            for s in range(RT_LOADS):
+                r, k = ar + RT_ASTEP * s, k0 + ak
+                inside = r < m and k < kdim
+                na[s] = a[uint64(r), uint64(k)] if inside else float32(0.0)
+                k = k0 + bk + RT_BSTEP * s
+                inside = k < kdim and bc < n
+                nb[s] = b[uint64(k), uint64(bc)] if inside else float32(0.0)
+        # compute on tile t - 1, in buffer (t - 1) % 2
+        if t > 0:
+            cur = (t - 1) & 1
+            for k2 in range(RT_BK // RT_UNROLL):
+                for u in range(RT_UNROLL):
+                    k = k2 * RT_UNROLL + u
+                    for g in range(2):
+                        ia = uint64((cur * RT_BK + k) * RT_PAD + 4 * ty + RT_HALF * g)
+                        ib = uint64((cur * RT_BK + k) * RT_TILE + 4 * tx + RT_HALF * g)
+                        for i in range(RT_GROUP):
+                            ra[4 * g + i] = sa[ia + uint64(i)]
+                            rb[4 * g + i] = sb[ib + uint64(i)]
+                    for i in range(8):
+                        for j in range(8):
+                            acc[i, j] += ra[i] * rb[j]
+        # store tile t into the other buffer: it was last read before the previous
+        # barrier
+        if t < tiles:
+            nxt = t & 1
+            for s in range(RT_LOADS):
+                r, k = ar - row0 + RT_ASTEP * s, bk + RT_BSTEP * s
+                sa[uint64((nxt * RT_BK + ak) * RT_PAD + r)] = na[s]
+                sb[uint64((nxt * RT_BK + k) * RT_TILE + bc - col0)] = nb[s]
+        cuda.syncthreads()
+    for i in range(8):
+        r = row0 + 4 * ty + RT_HALF * (i // 4) + i % 4
+        for j in range(8):
+            col = col0 + 4 * tx + RT_HALF * (j // 4) + j % 4
+            if r < m and col < n:
+                c[r, col] = acc[i, j]
+
+
+#: no register cap: the compiler's choice, 128 registers a thread with this numba and
+#: CUDA, lets two blocks of 256 threads share an SM without a spill
+regtile_kernel = make_regtile_kernel()
+# --8<-- [end:regtile_numba]
+
+
 # ------------------------------------------------------------------------ dispatcher
 
 def _device_id(x):
@@ -256,6 +363,8 @@ def numba_launch(kernel: str, m: int, n: int):
     if kernel == "02-coalesced-numba":
         threads = (32, 8)               # x -> columns
         return coalesced_kernel, (math.ceil(n / 32), math.ceil(m / 8)), threads
+    if kernel == "03c-regtile-numba":
+        return regtile_kernel, (math.ceil(n / RT_TILE), math.ceil(m / RT_TILE)), (THREADS, THREADS)
     fn, tile = ((smem_kernel, 64) if kernel == "03-smem-numba" else (smem_kernel_8x8, 128))
     return fn, (math.ceil(n / tile), math.ceil(m / tile)), (THREADS, THREADS)
 
@@ -281,7 +390,36 @@ CUDA_C_LAUNCH = {
                             "mm10_warptile_128x256_scalar"),
     "11-warptile-bk8":     ("mm11_warptile_bk8", 128, 128, (256, 1), False,
                             "mm11_warptile_bk8_scalar"),
+    "12-pipelined":        ("mm12_pipelined", 128, 256, (256, 1), False, "mm12_pipelined_scalar"),
 }
+
+#: Other shapes of kernel 12, compiled alongside it; ``tune`` in ``measure.py`` times them
+#: next to it (they are not rungs of the ladder).
+CUDA_C_TUNING = {
+    "12b-pipelined-2stage":  ("mm12b_pipelined_2stage", 128, 256, (256, 1), False,
+                              "mm12b_pipelined_2stage_scalar"),
+    "12c-pipelined-bk8":     ("mm12c_pipelined_bk8", 128, 256, (256, 1), False,
+                              "mm12c_pipelined_bk8_scalar"),
+    "12d-pipelined-bk32":    ("mm12d_pipelined_bk32", 128, 256, (256, 1), False,
+                              "mm12d_pipelined_bk32_scalar"),
+    "12e-pipelined-256x128": ("mm12e_pipelined_256x128", 256, 128, (256, 1), False,
+                              "mm12e_pipelined_256x128_scalar"),
+}
+
+#: Shapes of the kernel-12 family as in matmul.cu: (BM, BN, BK, stages). They take
+#: STAGES x BK x (BM + 4 + BN) floats of dynamic shared memory (A's rows padded by 4).
+PIPELINED_SHAPES = {"12-pipelined": (128, 256, 16, 3), "12b-pipelined-2stage": (128, 256, 16, 2),
+                    "12c-pipelined-bk8": (128, 256, 8, 3),
+                    "12d-pipelined-bk32": (128, 256, 32, 2),
+                    "12e-pipelined-256x128": (256, 128, 16, 2)}
+
+
+def pipelined_shared_bytes(kernel: str) -> int:
+    """Bytes of dynamic shared memory a launch of ``kernel`` needs (0 for the others)."""
+    if kernel not in PIPELINED_SHAPES:
+        return 0
+    bm, bn, bk, stages = PIPELINED_SHAPES[kernel]
+    return 4 * stages * bk * (bm + 4 + bn)
 
 
 def vector_ok(m: int, n: int, k: int, pointers=()) -> bool:
@@ -292,7 +430,8 @@ def vector_ok(m: int, n: int, k: int, pointers=()) -> bool:
 
 def cuda_c_launch(kernel: str, m: int, n: int, k: int, vec: bool):
     """(function name, grid, block, extra arguments) of one CUDA C kernel launch."""
-    name, bm, bn, block, takes_flag, scalar_name = CUDA_C_LAUNCH[kernel]
+    name, bm, bn, block, takes_flag, scalar_name = (CUDA_C_LAUNCH.get(kernel)
+                                                    or CUDA_C_TUNING[kernel])
     extra = ()
     if takes_flag:
         extra = (int(vec),)
@@ -303,11 +442,13 @@ def cuda_c_launch(kernel: str, m: int, n: int, k: int, vec: bool):
 
 
 @functools.cache
-def cupy_module(device_id: int = 0):
-    """The compiled CUDA C module (NVRTC, for the current GPU's architecture), one per GPU."""
+def cupy_module(device_id: int = 0, tuning: bool = False):
+    """The compiled CUDA C module (NVRTC, for the current GPU's architecture), one per GPU;
+    ``tuning``: the module with the other shapes of kernel 12 (``CUDA_C_TUNING``) too."""
     import cupy
+    options = ("-std=c++17",) + (("-DMATMUL_TUNING",) if tuning else ())
     with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"), options=("-std=c++17",))
+        mod = cupy.RawModule(code=SOURCE.read_text(encoding="utf-8"), options=options)
         mod.compile()
     return mod
 
@@ -330,18 +471,28 @@ def _cupy_matmul(kernel, a, b, out):
                                    "not fp32; unset it for the fp32 reference")
             cupy.matmul(ca, cb, out=target)
         else:
-            m, k = ca.shape
-            n = cb.shape[1]
-            vec = vector_ok(m, n, k, (ca.data.ptr, cb.data.ptr, target.data.ptr))
-            name, grid, block, extra = cuda_c_launch(kernel, m, n, k, vec)
-            if grid[1] > 65535:
-                raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
-                                 f"65535; split A into row blocks or use kernel='cublas'")
-            fn = cupy_module(dev).get_function(name)
-            fn(grid, block, (ca, cb, target, np.int32(m), np.int32(n), np.int32(k),
-                             *(np.int32(e) for e in extra)))
+            launch_cuda_c(kernel, ca, cb, target)
         if target is not cout:
             cout[...] = target
+
+
+def launch_cuda_c(kernel: str, a, b, out):
+    """Launch CUDA C ``kernel`` (a rung, or a shape of ``CUDA_C_TUNING``) on C-contiguous
+    CuPy float32 arrays of matching shapes, on the current GPU; no checks of the inputs."""
+    import cupy
+    m, k = a.shape
+    n = b.shape[1]
+    vec = vector_ok(m, n, k, (a.data.ptr, b.data.ptr, out.data.ptr))
+    name, grid, block, extra = cuda_c_launch(kernel, m, n, k, vec)
+    if grid[1] > 65535:
+        raise ValueError(f"{m} rows need {grid[1]} blocks along y, more than CUDA's "
+                         f"65535; split A into row blocks or use kernel='cublas'")
+    fn = cupy_module(cupy.cuda.Device().id, kernel in CUDA_C_TUNING).get_function(name)
+    shared = pipelined_shared_bytes(kernel)
+    if shared > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = shared   # above 48 KiB: ask first
+    fn(grid, block, (a, b, out, np.int32(m), np.int32(n), np.int32(k),
+                     *(np.int32(e) for e in extra)), shared_mem=shared)
 
 
 def _tf32_enabled() -> bool:

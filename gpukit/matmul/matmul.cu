@@ -436,3 +436,237 @@ WARPTILE_KERNEL(mm10_warptile_128x256_scalar, 256, 1, 0, 128, 256, 8, 64, 64, 2,
 // Kernel 08 with BK = 8: half the registers for staging, twice the barriers per k.
 WARPTILE_KERNEL(mm11_warptile_bk8, 256, 2, 1, 128, 128, 8, 64, 32, 2, 2, 4, 4)
 WARPTILE_KERNEL(mm11_warptile_bk8_scalar, 256, 2, 0, 128, 128, 8, 64, 32, 2, 2, 4, 4)
+
+// ------------------------------------------- 12: asynchronous copies, several stages
+
+// --8<-- [start:pipelined]
+// cp.async (compute capability 8.0 on) copies global memory straight into shared
+// memory without passing through registers: the thread issues the copy and goes on.
+// Kernel 12 keeps STAGES tiles in flight: while the block computes on one, the copies
+// of the next STAGES - 1 are under way, and no register holds them on the way. A copy
+// whose source lies outside the matrix writes zeros (a source size of 0 bytes).
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void copy_async4(float* dst, const float* src, bool inside)
+{
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(at), "l"(src), "r"(inside ? 4 : 0));
+}
+__device__ __forceinline__ void copy_async16(float* dst, const float* src, bool inside)
+{
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(at), "l"(src), "r"(inside ? 16 : 0));
+}
+__device__ __forceinline__ void copy_commit()
+{
+    asm volatile("cp.async.commit_group;\n");
+}
+template <int N> __device__ __forceinline__ void copy_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
+#else   // the CPU emulator of the tests: plain copies, finished at once
+__device__ __forceinline__ void copy_async4(float* dst, const float* src, bool inside)
+{
+    *dst = inside ? *src : 0.0f;
+}
+__device__ __forceinline__ void copy_async16(float* dst, const float* src, bool inside)
+{
+    for (int i = 0; i < 4; ++i) dst[i] = inside ? src[i] : 0.0f;
+}
+__device__ __forceinline__ void copy_commit() {}
+template <int N> __device__ __forceinline__ void copy_wait() {}
+#endif
+
+// One block's work. EDGE: the block touches an edge of C or K is not a multiple of BK,
+// so every copy checks its bounds; blocks inside skip the checks.
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM,
+          int TN, int STAGES, int VEC, bool EDGE>
+__device__ __forceinline__ void pipelined_body(
+    const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+    int M, int N, int K, float* As, float* Bs)
+{
+    constexpr int NT = (BM / WM) * (BN / WN) * 32;
+    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    constexpr int PA = BM + 4;          // row of the transposed A tile, padded
+    constexpr int SA = BK * PA, SB = BK * BN;           // floats per stage
+    static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "32 threads a warp sub-tile");
+    static_assert(BM * BK % NT == 0 && BK * BN % (4 * NT) == 0, "even copy split");
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int warpRow = warp / (BN / WN), warpCol = warp % (BN / WN);
+    const int tRow = lane / (WSUBN / TN), tCol = lane % (WSUBN / TN);
+    const int rowBase = blockIdx.y * BM, colBase = blockIdx.x * BN;
+
+    // Inside the matrices the copies need no checks, and each thread copies the same
+    // rows and columns of every tile: column ka of A at rows ma + l * RA, and row
+    // kb + l * RB of B at columns nb..nb+3. Their addresses are computed once; each
+    // tile only moves them along k.
+    constexpr int RA = NT / BK, RB = NT / (BN / 4);
+    const int ka = tid % BK, ma = tid / BK;
+    const int kb = tid / (BN / 4), nb = (tid % (BN / 4)) * 4;
+    const float* pa = A + (size_t)(rowBase + ma) * K + ka;
+    const float* pb = B + (size_t)kb * N + colBase + nb;
+    const size_t stepA = (size_t)RA * K, stepB = (size_t)RB * N;
+
+    // Issue the copies of the tile starting at k0 into stage `s`. A goes in element by
+    // element, transposed (As[k][m]); B in 16-byte pieces when VEC allows.
+    auto issue = [&](int k0, int s) {
+        float* as = As + s * SA;
+        float* bs = Bs + s * SB;
+        if constexpr (!EDGE && VEC) {
+            const float* p = pa + k0;
+#pragma unroll
+            for (int l = 0; l < BM * BK / NT; ++l, p += stepA)
+                copy_async4(&as[ka * PA + ma + l * RA], p, true);
+            p = pb + (size_t)k0 * N;
+#pragma unroll
+            for (int l = 0; l < BK * BN / 4 / NT; ++l, p += stepB)
+                copy_async16(&bs[(kb + l * RB) * BN + nb], p, true);
+        } else {
+#pragma unroll
+            for (int l = 0; l < BM * BK / NT; ++l) {
+                const int e = tid + l * NT;
+                const int m = e / BK, k = e % BK;
+                const bool in = !EDGE || (rowBase + m < M && k0 + k < K);
+                const float* src = &A[(size_t)(rowBase + m) * K + k0 + k];
+                copy_async4(&as[k * PA + m], in ? src : A, in);
+            }
+#pragma unroll
+            for (int l = 0; l < BK * BN / 4 / NT; ++l) {
+                const int e = tid + l * NT;
+                const int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+                const int row = k0 + k, col = colBase + n;
+                const float* src = &B[(size_t)row * N + col];
+                if (VEC) {
+                    const bool in = !EDGE || (row < K && col < N);
+                    copy_async16(&bs[k * BN + n], in ? src : B, in);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const bool in = !EDGE || (row < K && col + i < N);
+                        copy_async4(&bs[k * BN + n + i], in ? src + i : B, in);
+                    }
+                }
+            }
+        }
+    };
+
+    float acc[WMITER * TM * WNITER * TN] = {0.0f};
+    __align__(16) float regM[WMITER * TM];
+    __align__(16) float regN[WNITER * TN];
+
+    const int tiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s * BK, s);
+        copy_commit();                  // an empty group keeps the count in step
+    }
+    int cur = 0, next = STAGES - 1;     // stage computed on, stage copied into
+    for (int t = 0; t < tiles; ++t) {
+        copy_wait<STAGES - 2>();        // this thread's copies of tile t are in ...
+        __syncthreads();                // ... and everybody's; stage `next` is free
+        if (t + STAGES - 1 < tiles) issue((t + STAGES - 1) * BK, next);
+        copy_commit();
+        const float* as = As + cur * SA;
+        const float* bs = Bs + cur * SB;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4)
+                    *reinterpret_cast<float4*>(&regM[wm * TM + i]) =
+                        *reinterpret_cast<const float4*>(
+                            &as[k * PA + warpRow * WM + wm * WSUBM + tRow * TM + i]);
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    *reinterpret_cast<float4*>(&regN[wn * TN + j]) =
+                        *reinterpret_cast<const float4*>(
+                            &bs[k * BN + warpCol * WN + wn * WSUBN + tCol * TN + j]);
+#pragma unroll
+            for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+                for (int j = 0; j < WNITER * TN; ++j)
+                    acc[i * WNITER * TN + j] =
+                        fmaf(regM[i], regN[j], acc[i * WNITER * TN + j]);
+        }
+        cur = cur + 1 == STAGES ? 0 : cur + 1;
+        next = next + 1 == STAGES ? 0 : next + 1;
+    }
+    copy_wait<0>();
+
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const float* r = &acc[(wm * TM + i) * WNITER * TN + wn * TN + j];
+                    store4(C, rowBase + warpRow * WM + wm * WSUBM + tRow * TM + i,
+                           colBase + warpCol * WN + wn * WSUBN + tCol * TN + j,
+                           M, N, N, VEC, make_float4(r[0], r[1], r[2], r[3]));
+                }
+}
+
+// The kernel: shared memory for all stages, then the checked or the unchecked body.
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM,
+          int TN, int STAGES, int VEC>
+__device__ __forceinline__ void pipelined(
+    const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+    int M, int N, int K)
+{
+    // The stages outgrow the 48 KiB a block may declare statically: they live in
+    // dynamic shared memory, whose size the launch gives (pipelined_shared_bytes).
+#if defined(__CUDA_ARCH__)
+    extern __shared__ __align__(16) float smem[];
+#else   // the CPU emulator
+    static __align__(16) float smem[STAGES * BK * (BM + 4 + BN)];
+#endif
+    float* As = smem;
+    float* Bs = smem + STAGES * BK * (BM + 4);
+    const bool inside = (blockIdx.y + 1) * BM <= M && (blockIdx.x + 1) * BN <= N &&
+                        K % BK == 0;
+    if (inside)
+        pipelined_body<BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, STAGES, VEC, false>(
+            A, B, C, M, N, K, As, Bs);
+    else
+        pipelined_body<BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, STAGES, VEC, true>(
+            A, B, C, M, N, K, As, Bs);
+}
+
+#define PIPELINED_KERNEL(name, nthreads, minblocks, vec, ...)                  \
+    extern "C" __global__ void __launch_bounds__(nthreads, minblocks)          \
+    name(const float* __restrict__ A, const float* __restrict__ B,             \
+         float* __restrict__ C, int M, int N, int K)                           \
+    {                                                                          \
+        pipelined<__VA_ARGS__, vec>(A, B, C, M, N, K);                         \
+    }
+
+// 128 x 256 block tile, 8 warps of 64 x 64, 16 x 8 outputs per thread, BK = 16, three
+// stages (74,496 bytes of shared memory).
+PIPELINED_KERNEL(mm12_pipelined, 256, 1, 1, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
+PIPELINED_KERNEL(mm12_pipelined_scalar, 256, 1, 0, 128, 256, 16, 64, 64, 2, 2, 8, 4, 3)
+// --8<-- [end:pipelined]
+
+// Other shapes of kernel 12, timed side by side to choose its sizes; compiled only on
+// request (-DMATMUL_TUNING), so that the ladder's module stays quick to build.
+#if defined(MATMUL_TUNING)
+#define PIPELINED_128x256(name, vec, bk, stages)                               \
+    PIPELINED_KERNEL(name, 256, 1, vec, 128, 256, bk, 64, 64, 2, 2, 8, 4, stages)
+PIPELINED_128x256(mm12b_pipelined_2stage, 1, 16, 2)
+PIPELINED_128x256(mm12b_pipelined_2stage_scalar, 0, 16, 2)
+PIPELINED_128x256(mm12c_pipelined_bk8, 1, 8, 3)
+PIPELINED_128x256(mm12c_pipelined_bk8_scalar, 0, 8, 3)
+PIPELINED_128x256(mm12d_pipelined_bk32, 1, 32, 2)
+PIPELINED_128x256(mm12d_pipelined_bk32_scalar, 0, 32, 2)
+PIPELINED_KERNEL(mm12e_pipelined_256x128, 256, 1, 1, 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
+PIPELINED_KERNEL(mm12e_pipelined_256x128_scalar, 256, 1, 0,
+                 256, 128, 16, 64, 64, 2, 2, 8, 4, 2)
+#endif

@@ -62,9 +62,8 @@ def ptxas_report(arch: str = "sm_90") -> dict:
         ptxas = shutil.which("ptxas") or str(Path(nvcc).with_name("ptxas"))
         sig = (float32[:, ::1], float32[:, ::1], float32[:, ::1])
         numba_rep = {}
-        for name, fn in (("01-naive-numba", mm.naive_kernel), ("02-coalesced-numba", mm.coalesced_kernel),
-                         ("03-smem-numba", mm.smem_kernel),
-                         ("03b-smem-8x8-numba", mm.smem_kernel_8x8)):
+        for name in mm.NUMBA_KERNELS:
+            fn = mm.numba_launch(name, 1, 1)[0]
             bounds = fn.targetoptions.get("launch_bounds")
             ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(int(arch[3]), int(arch[4:])),
                                       launch_bounds=bounds)

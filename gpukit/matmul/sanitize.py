@@ -26,8 +26,9 @@ import numpy as np
 
 from .check import check_matmul
 
-#: small shapes for the sanitizer: one with the scalar path, one with 16-byte accesses
-SANITIZE_SHAPES = ((67, 129, 35), (68, 132, 36))
+#: small shapes for the sanitizer: one with the scalar path, two with 16-byte accesses, the
+#: last with a block of kernel 12 away from every edge (its unchecked copies)
+SANITIZE_SHAPES = ((67, 129, 35), (68, 132, 36), (136, 264, 64))
 
 
 def find_sanitizer() -> str | None:

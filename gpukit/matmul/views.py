@@ -13,7 +13,8 @@ from .ptxas import PTXAS_NAME
 PTXAS_NAMES = {"04-smem-cuda": "mm04_smem", "05-1d-blocktile": "mm05_blocktile1d",
                "06-2d-blocktile": "mm06_blocktile2d", "07-vectorised": "mm07_vectorised",
                "08-warptile": "mm08_warptile", "09-warptile-128x64": "mm09_warptile_128x64",
-               "10-warptile-128x256": "mm10_warptile_128x256", "11-warptile-bk8": "mm11_warptile_bk8"}
+               "10-warptile-128x256": "mm10_warptile_128x256", "11-warptile-bk8": "mm11_warptile_bk8",
+               "12-pipelined": "mm12_pipelined"}
 
 
 def _pct(v):
@@ -55,18 +56,25 @@ def render_table(slug: str, data: dict) -> str:
 
 #: Block tile (rows, columns of C) of each tiled kernel; kept here so the renderers need
 #: no numba import (tests check it against the kernels' own constants).
-BLOCK_TILES = {"03-smem-numba": (64, 64), "03b-smem-8x8-numba": (128, 128), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
+BLOCK_TILES = {"03-smem-numba": (64, 64), "03b-smem-8x8-numba": (128, 128),
+               "03c-regtile-numba": (128, 128), "04-smem-cuda": (32, 32), "05-1d-blocktile": (64, 64),
                "06-2d-blocktile": (128, 128), "07-vectorised": (128, 128),
                "08-warptile": (128, 128), "09-warptile-128x64": (128, 64),
-               "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128)}
+               "10-warptile-128x256": (128, 256), "11-warptile-bk8": (128, 128),
+               "12-pipelined": (128, 256)}
 
 #: Outputs each thread computes (rows, columns of C) in the tiled kernels: per step along k a
 #: thread reads rows + columns floats from shared memory for rows x columns multiply-adds
 #: (tests check the product against the block tile and the threads of a block).
-THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8), "04-smem-cuda": (1, 1),
+THREAD_TILES = {"03-smem-numba": (4, 4), "03b-smem-8x8-numba": (8, 8),
+                "03c-regtile-numba": (8, 8), "04-smem-cuda": (1, 1),
                 "05-1d-blocktile": (8, 1), "06-2d-blocktile": (8, 8), "07-vectorised": (8, 8),
                 "08-warptile": (8, 8), "09-warptile-128x64": (8, 8), "10-warptile-128x256": (16, 8),
-                "11-warptile-bk8": (8, 8)}
+                "11-warptile-bk8": (8, 8), "12-pipelined": (16, 8)}
+
+#: Dynamic shared memory of the kernels that take it (bytes; the compiler's report counts
+#: only static shared memory). Kernel 12: 3 stages x BK 16 x (128 + 4 + 256) floats.
+DYNAMIC_SHARED = {"12-pipelined": 4 * 3 * 16 * (128 + 4 + 256)}
 
 #: Kernels without tiles: every multiply-add loads both operands from global memory.
 UNTILED = ("01-naive-numba", "02-coalesced-numba")
@@ -300,7 +308,8 @@ def render_sanitizer(slug: str, data: dict) -> str:
                           for r in s["runs"] if len(r["kernels"]) > 1) or "one process per kernel"
     head = (f"compute-sanitizer {s.get('version') or ''}, each kernel at "
             f"{' and '.join('x'.join(map(str, x)) for x in s['shapes'])} (M x N x K; the "
-            f"second shape takes the 16-byte path). Command: `{s['runs'][0]['command']}`. "
+            f"shapes after the first take the 16-byte path). Command: "
+            f"`{s['runs'][0]['command']}`. "
             f"Tool summaries: {summaries}.\n\n")
     return head + pages.collapsed("Reports per kernel and tool", pages.table(
         ["kernel"] + [f"{t}: reports naming it" for t in tools], rows, align="l" + "r" * len(tools)))
@@ -349,8 +358,11 @@ def render_ptxas(slug: str, data: dict) -> str:
                      rep.get("spill_stores", "-")])
     for kernel, fn in PTXAS_NAMES.items():
         rep = data["cuda_c"].get(fn, {})
+        shared = rep.get("shared_bytes", "-")
+        if kernel in DYNAMIC_SHARED:
+            shared = f"{DYNAMIC_SHARED[kernel]:,} (dynamic)"
         rows.append([f"`{kernel}` (`{fn}`)", "CUDA C", rep.get("registers", "-"),
-                     rep.get("shared_bytes", "-"), rep.get("spill_stores", "-")])
+                     shared, rep.get("spill_stores", "-")])
     note = (f"\n\n<small>From `{data['command']}` ({data['nvcc']}, {data['arch']}), recorded "
             "by `python -m gpukit.matmul.ptxas --ptxas`.</small>")
     spills = sum(1 for r in rows if isinstance(r[4], (int, float)) and r[4] > 0)
@@ -360,3 +372,118 @@ def render_ptxas(slug: str, data: dict) -> str:
                                   pages.table(["kernel", "written in", "registers / thread",
                                                "shared memory (bytes)", "spill stores (bytes)"],
                                               rows) + note)
+
+
+# ------------------------------------------------------------ targets and profiles
+
+#: (kernel before, kernel after) as profile.PAIRS (kept here: views import no kernels)
+PROFILE_PAIRS = (("03b-smem-8x8-numba", "03c-regtile-numba"),
+                 ("10-warptile-128x256", "12-pipelined"))
+
+#: the chapter's targets: % of cuBLAS fp32 at the benchmark size
+NUMBA_TARGET_PCT = 50.0
+SIMT_TARGET_PCT = 92.0
+
+
+def _best(rows, numba: bool):
+    mine = [r for r in rows if r.get("pct_of_cublas") is not None and r["name"] != "cublas"
+            and r["name"].endswith("numba") == numba]
+    return max(mine, key=lambda r: r["pct_of_cublas"], default=None)
+
+
+@pages.targets("matmul")
+def targets(data: dict) -> list[pages.Target]:
+    g = data["gpu"]
+    n = g["n"]
+    out = []
+    for what, numba, goal in (("numba kernel with shared memory", True, NUMBA_TARGET_PCT),
+                              ("best fp32 SIMT kernel", False, SIMT_TARGET_PCT)):
+        best = _best(g["rows"], numba)
+        value = ("not recorded" if best is None
+                 else f"{best['pct_of_cublas']:.1f} % (`{best['name']}`)")
+        out.append(pages.Target(f"matmul, {what}, {n}^3", f">= {goal:.0f} % of cuBLAS SGEMM",
+                                value, None if best is None else best["pct_of_cublas"] >= goal))
+    return out
+
+
+@pages.renderer("matmul", "tuning")
+def render_tuning(slug: str, data: dict) -> str:
+    """Kernel 12 at the sizes it was chosen from: block tile, BK, stages."""
+    rows = data["gpu"].get("tuning")
+    if not rows:
+        return "*Not recorded yet: the results file predates kernel 12's shapes.*"
+    body = []
+    for r in rows:
+        shape = f"{r['block_tile'][0]} x {r['block_tile'][1]}" if r.get("block_tile") else "-"
+        if r.get("error"):
+            body.append([f"`{r['name']}`", shape, r.get("bk", "-"), r.get("stages", "-"),
+                         "failed: " + r["error"][:60], "-"])
+            continue
+        body.append([f"`{r['name']}`", shape, r["bk"], r["stages"], _tf(r.get("tflops")),
+                     _pct(r.get("pct_of_cublas"))])
+    best = max((r for r in rows if r.get("tflops")), key=lambda r: r["tflops"], default=None)
+    lead = (f"Of these shapes, `{best['name']}` was the fastest in this run.\n\n"
+            if best else "")
+    return lead + pages.table(["kernel", "block tile", "BK", "stages", "TFLOP/s",
+                               "% of cuBLAS"], body)
+
+
+def _share(v):
+    return "-" if v is None else f"{100 * v:.1f} %"
+
+
+def _num(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+
+@pages.renderer("matmul", "profile")
+def render_profile(slug: str, data: dict) -> str:
+    """Nsight Compute counters of the kernels before and after their newest rungs, and the
+    ceiling they set: FFMA share of the instructions x share of cycles with an issue."""
+    p = data.get("profile") if hasattr(data, "get") else None
+    if not p:
+        return ("*Not recorded yet: run `python -m gpukit.matmul.profile --save` on the "
+                "GPU.*")
+    peak = fp32_peak(data["machine"].get("gpu") or {})
+    rows, notes = [], []
+    for r in p["kernels"]:
+        if r.get("error"):
+            rows.append([f"`{r['name']}`", "not profiled: " + r["error"][:60]] + ["-"] * 6)
+            continue
+        ceiling = (r["ffma_share"] * r["issue_active_pct"] / 100
+                   if r.get("ffma_share") is not None and r.get("issue_active_pct") else None)
+        stall = next(iter(r.get("stalls") or {}), None)
+        rows.append([f"`{r['name']}`", pages.fmt_time(r.get("duration_s")),
+                     _share(r.get("ffma_share")), _num(r.get("issue_active_pct"), ".1f"),
+                     _share(ceiling), _num(r.get("warps_active_pct"), ".1f"),
+                     f"{stall} ({r['stalls'][stall]:.2f})" if stall else "-",
+                     _num(r.get("bank_conflicts"), ",.0f")])
+    by_name = {r["name"]: r for r in p["kernels"] if not r.get("error")}
+    lead = []
+    for before, after in PROFILE_PAIRS:
+        b, a = by_name.get(before), by_name.get(after)
+        if b and a and b.get("ffma_share") and a.get("ffma_share"):
+            lead.append(f"`{after}` from {_share(b['ffma_share'])} (`{before}`) to "
+                        f"{_share(a['ffma_share'])}, with issue active at "
+                        f"{_num(a.get('issue_active_pct'), '.0f')} % of cycles against "
+                        f"{_num(b.get('issue_active_pct'), '.0f')} %")
+    lead = ("The new rungs raise the share of FFMA among the instructions they execute: "
+            + "; ".join(lead) + ".") if lead else ""
+    cublas = next((x["tflops"] for x in data["gpu"]["rows"] if x["name"] == "cublas"
+                   and x.get("tflops")), None)
+    if peak and cublas:
+        notes.append(f"cuBLAS runs at {100 * cublas / peak['tflops']:.0f} % of the FP32 peak "
+                     f"of {peak['tflops']:.1f} TFLOP/s in the benchmark run; "
+                     f"{SIMT_TARGET_PCT:.0f} % of cuBLAS is "
+                     f"{SIMT_TARGET_PCT * cublas / peak['tflops']:.0f} % of the peak.")
+    key = ("Columns: FFMA share is the share of executed instructions that are FFMA (each "
+           "does two of the FLOPs counted); issue active is the share of cycles in which a "
+           "scheduler issued an instruction; their product is the share of the FP32 peak "
+           "the kernel would reach at the clock ncu saw; warps active is the occupancy "
+           "reached; the top stall is in cycles per issued instruction.")
+    return ((lead + "\n\n" if lead else "")
+            + pages.table(["kernel", "time", "FFMA share", "issue active (%)",
+                         "FFMA x issue", "warps active (%)", "top stall",
+                         "shared bank conflicts"], rows)
+            + "\n\n" + " ".join(notes + [key])
+            + f"\n\n<small>`{p['command']}` (ncu {p.get('ncu') or '?'}), n = {p['n']}.</small>")

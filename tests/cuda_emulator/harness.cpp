@@ -36,6 +36,7 @@ std::barrier<>* g_barrier = nullptr;
 #define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() g_barrier->arrive_and_wait()
 
+#define MATMUL_TUNING    // the other shapes of kernel 12 too
 #include "../../gpukit/matmul/matmul.cu"
 
 using Kernel = std::function<void(const float*, const float*, float*, int, int, int, int)>;
@@ -54,6 +55,16 @@ static std::map<std::string, Kernel> kernels() {
     k["mm10_warptile_128x256_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm10_warptile_128x256_scalar(a, b, c, m, n, kk); };
     k["mm11_warptile_bk8"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm11_warptile_bk8(a, b, c, m, n, kk); };
     k["mm11_warptile_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm11_warptile_bk8_scalar(a, b, c, m, n, kk); };
+    k["mm12_pipelined"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12_pipelined(a, b, c, m, n, kk); };
+    k["mm12_pipelined_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12_pipelined_scalar(a, b, c, m, n, kk); };
+    k["mm12b_pipelined_2stage"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_2stage(a, b, c, m, n, kk); };
+    k["mm12b_pipelined_2stage_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12b_pipelined_2stage_scalar(a, b, c, m, n, kk); };
+    k["mm12c_pipelined_bk8"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_bk8(a, b, c, m, n, kk); };
+    k["mm12c_pipelined_bk8_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12c_pipelined_bk8_scalar(a, b, c, m, n, kk); };
+    k["mm12d_pipelined_bk32"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12d_pipelined_bk32(a, b, c, m, n, kk); };
+    k["mm12d_pipelined_bk32_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12d_pipelined_bk32_scalar(a, b, c, m, n, kk); };
+    k["mm12e_pipelined_256x128"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12e_pipelined_256x128(a, b, c, m, n, kk); };
+    k["mm12e_pipelined_256x128_scalar"] = [](auto a, auto b, auto c, int m, int n, int kk, int) { mm12e_pipelined_256x128_scalar(a, b, c, m, n, kk); };
     return k;
 }
 
