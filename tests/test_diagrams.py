@@ -126,7 +126,7 @@ def test_hierarchy_says_not_measured_without_the_other_files(tmp_path, monkeypat
 
 
 def test_hierarchy_shows_nothing_for_a_cpu_only_machine(tmp_path, monkeypatch):
-    data = json.loads((ROOT / "results" / "cpu-amd-epyc" / "gpu_anatomy.json").read_text())
+    data = json.loads((ROOT / "results" / "nvidia-h200" / "gpu_anatomy.json").read_text())
     results.save("gpu_anatomy", {"host": data["host"]}, root=tmp_path,
                  machine={**device.machine_record(), "gpu": None, "slug": "cpu-box"})
     monkeypatch.setenv("GPUKIT_RESULTS_DIR", str(tmp_path))
