@@ -7,16 +7,20 @@ buffers take turns. Each cell update does 8 floating-point operations on 8 bytes
 traffic in float32 (one read, one write; the neighbours come from caches): about one operation
 per byte, far below what a GPU computes per byte it can move, so the stencil is memory-bound.
 
-The GPU kernel gives each thread a column of ``ROWS`` cells and slides down it, keeping the
-cells above and below in registers; x runs along threadIdx.x, so a warp reads 32 neighbouring
-cells of a row at once (coalesced).
+The first GPU kernel gives each thread a column of ``ROWS`` cells and slides down it, keeping
+the cells above and below in registers; x runs along threadIdx.x, so a warp reads 32
+neighbouring cells of a row at once (coalesced). Each cell's loads wait for the store of the
+cell above: numba cannot tell that ``src`` and ``dst`` are different arrays, so the compiler
+keeps every load after the earlier stores. The second kernel (:func:`make_loads_first`) loads
+its whole column, and the neighbours left and right, before it stores anything: all of a
+thread's loads are in flight at once.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import cuda
+from numba import cuda, float32, float64, uint64
 
 from .meta import backend_ok, check_r, whole
 
@@ -60,22 +64,80 @@ def heat_step_cpu(src, dst, r):
 # --8<-- [end:cpu]
 
 
-def grid_for(shape) -> tuple[int, int]:
+# --8<-- [start:loads-first]
+def make_loads_first(rows: int, dtype):
+    """A heat kernel whose threads each load a column of ``rows`` cells, the rows above
+    and below it, and its left and right neighbours, before storing anything."""
+    R, R2 = rows, rows + 2
+
+    @cuda.jit
+    def heat_loads_first(src, dst, r):
+        ny, nx = src.shape
+        x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        y0 = (cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y) * R + 1
+        if x < 1 or x >= nx - 1 or y0 >= ny - 1:
+            return
+        # the last column of a grid moves up to end at the last inner row: it redoes a
+        # few cells of the column above, writing the same values (needs ny >= R + 2)
+        y0 = min(y0, ny - 1 - R)
+        # unsigned indices: numba adds no wrap-around of negative ones
+        top, xc, xl, xr = uint64(y0 - 1), uint64(x), uint64(x - 1), uint64(x + 1)
+        col = cuda.local.array(R2, dtype)               # the column, one row above and below
+        left = cuda.local.array(R, dtype)
+        right = cuda.local.array(R, dtype)
+        for k in range(R2):                             # every load first: all in flight
+            col[k] = src[top + uint64(k), xc]
+        for k in range(R):
+            left[k] = src[top + uint64(k + 1), xl]
+            right[k] = src[top + uint64(k + 1), xr]
+        for k in range(R):                              # then the stores
+            up, mid, down = col[k], col[k + 1], col[k + 2]
+            lap = (((up + down) + (left[k] + right[k]))
+                   - ((mid + mid) + (mid + mid)))
+            dst[top + uint64(k + 1), xc] = mid + r * lap
+    return heat_loads_first
+# --8<-- [end:loads-first]
+
+
+#: the GPU kernels: (cells per thread, threads per block); "sliding column" is the first
+VARIANTS = {"sliding column": (ROWS, BLOCK), "loads first": (8, (128, 2))}
+#: the kernel :class:`Heat` runs unless told otherwise
+TUNED = "loads first"
+_KERNELS: dict = {}
+
+
+def kernel_for(variant: str, dtype):
+    """The compiled kernel of one of :data:`VARIANTS` for ``dtype`` (made once per process)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown heat kernel {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if variant == "sliding column":
+        return heat_kernel
+    key = (variant, np.dtype(dtype).name)
+    if key not in _KERNELS:
+        _KERNELS[key] = make_loads_first(VARIANTS[variant][0],
+                                         float32 if key[1] == "float32" else float64)
+    return _KERNELS[key]
+
+
+def grid_for(shape, rows: int = ROWS, block=BLOCK) -> tuple[int, int]:
     ny, nx = shape
-    rows = (max(ny - 2, 1) + ROWS - 1) // ROWS
-    return (nx + BLOCK[0] - 1) // BLOCK[0], (rows + BLOCK[1] - 1) // BLOCK[1]
+    cols = (max(ny - 2, 1) + rows - 1) // rows
+    return (nx + block[0] - 1) // block[0], (cols + block[1] - 1) // block[1]
 
 
 class Heat:
     """A temperature grid on one backend; ``step(n)`` advances it, ``u`` reads it back."""
 
-    def __init__(self, u0, *, r: float = 0.25, backend: str = "numba-cuda"):
+    def __init__(self, u0, *, r: float = 0.25, backend: str = "numba-cuda", kernel: str = TUNED):
         u0 = np.ascontiguousarray(u0)
         if u0.dtype not in (np.float32, np.float64):
             raise ValueError(f"the grid must be float32 or float64, got {u0.dtype}")
         if u0.ndim != 2 or min(u0.shape) < 3:
             raise ValueError(f"the grid must be 2-D with at least 3 x 3 cells, got shape {u0.shape}")
         self.backend, self.r = backend_ok(backend), u0.dtype.type(check_r(r))
+        if kernel not in VARIANTS:
+            raise ValueError(f"unknown heat kernel {kernel!r}; choose one of {', '.join(VARIANTS)}")
+        self.kernel = kernel if backend == "numba-cuda" else "cpu"
         if backend == "numba-cuda":
             self._a, self._b = cuda.to_device(u0), cuda.to_device(u0)   # edges in both buffers
         else:
@@ -89,9 +151,11 @@ class Heat:
     def step(self, n: int = 1) -> "Heat":
         n = whole("steps", n, 0)
         if self.backend == "numba-cuda":
-            grid = grid_for(self.shape)
+            kernel = self.kernel if self.shape[0] >= VARIANTS[self.kernel][0] + 2 else "sliding column"
+            rows, block = VARIANTS[kernel]                # a grid lower than a column: the first
+            grid, fn = grid_for(self.shape, rows, block), kernel_for(kernel, self._a.dtype)
             for _ in range(n):
-                heat_kernel[grid, BLOCK](self._a, self._b, self.r)
+                fn[grid, block](self._a, self._b, self.r)
                 self._a, self._b = self._b, self._a
         else:
             for _ in range(n):

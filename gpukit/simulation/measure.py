@@ -124,16 +124,34 @@ def _ptx(fn, sig: str, fastmath: bool = False) -> str | None:
     return ptx
 
 
+def inner_loop(ptx: str) -> str:
+    """The PTX of the n-body kernel's inner loop: the shortest loop (a label and a branch
+    back to it) that holds a square root or a reciprocal square root; the whole text where
+    there is none."""
+    lines = ptx.splitlines()
+    where = {m.group(1): i for i, line in enumerate(lines)
+             if (m := re.match(r"^(\$L__BB\w+):", line.strip()))}
+    best = None
+    for i, line in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\w+);", line)
+        if m and where.get(m.group(1), i + 1) <= i:
+            body = "\n".join(lines[where[m.group(1)]:i + 1])
+            if re.search(r"\b(?:rsqrt|sqrt)\.", body) and (best is None or len(body) < len(best)):
+                best = body
+    return ptx if best is None else best
+
+
 def ptx_facts() -> dict:
-    """What numba-cuda emits for each n-body kernel (compiled for sm_90, read from its PTX);
-    ``{"skipped": why}`` where this machine cannot compile PTX."""
+    """What numba-cuda emits for each n-body kernel's inner loop (compiled for sm_90, read
+    from its PTX); ``{"skipped": why}`` where this machine cannot compile PTX."""
     from . import nbody
     facts = {}
-    for variant, (_, fastmath, _) in nbody.VARIANTS.items():
-        ptx = _ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
+    for variant, (_, fastmath, _, _) in nbody.VARIANTS.items():
+        ptx = _ptx(nbody.accel_kernel(variant).py_func,
                    "float32[:,::1], float32[:,::1], float32", fastmath)
         if ptx is None:
             return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
+        ptx = inner_loop(ptx)
         count = {name: len(re.findall(pat, ptx)) for name, pat in (
             ("rsqrt.approx", r"\brsqrt\.approx"), ("sqrt.approx", r"\bsqrt\.approx"), ("sqrt.rn", r"\bsqrt\.rn"),
             ("rcp.rn", r"\brcp\.rn"), ("div.approx", r"\bdiv\.approx"), ("div.rn", r"\bdiv\.rn"),
