@@ -20,25 +20,13 @@ import math
 
 import numba
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from .. import device
-from .meta import backend_ok, whole
+from .meta import NBODY_TUNED, TILE, VARIANTS, backend_ok, whole  # noqa: F401
 
 f32 = np.float32
-#: threads per block, and so bodies per shared-memory tile
-TILE = 128
-#: the GPU kernel variants: (bodies per thread, fastmath, rsqrt instruction, rows of
-#: threads per block that split the sum over bodies j)
-VARIANTS = {
-    "straightforward": (1, False, False, 1),
-    "fastmath": (1, True, False, 1),
-    "fastmath + rsqrt": (1, True, True, 1),
-    "2 bodies per thread": (2, True, True, 1),
-    "4 bodies per thread": (4, True, True, 1),
-    "4 per thread, sum split 4 ways": (4, True, True, 4),
-}
-TUNED = "4 per thread, sum split 4 ways"
+TUNED = NBODY_TUNED
 
 if device.simulator_enabled():                         # the simulator has no libdevice
     def rsqrt_hw(x):
@@ -109,21 +97,23 @@ def make_accel_kernel(bodies_per_thread: int, fastmath: bool, hw_rsqrt: bool):
 
 
 # --8<-- [start:split]
-def make_split_kernel(bodies_per_thread: int, split: int):
+def make_split_kernel(bodies_per_thread: int, split: int, fastmath=True, unroll: int = 1):
     """The tuned kernel with the sum over bodies j cut into ``split`` parts: a block
     has ``split`` rows of TILE threads, each row sums one part for the same bodies,
-    and the rows' partial sums are added in shared memory at the end."""
-    B, S, BT = bodies_per_thread, split, bodies_per_thread * TILE
+    and the rows' partial sums are added in shared memory at the end. ``unroll``
+    bodies of a tile are taken per pass of the inner loop."""
+    B, S, BT, UNROLL = bodies_per_thread, split, bodies_per_thread * TILE, unroll
+    ST, SBT = split * TILE, split * bodies_per_thread * TILE
 
-    @cuda.jit(fastmath=True)
+    @cuda.jit(fastmath=fastmath)
     def accel_split(pos, acc, eps2):
-        sx = cuda.shared.array((S, TILE), float32)     # a tile for each row
-        sy = cuda.shared.array((S, TILE), float32)
-        sz = cuda.shared.array((S, TILE), float32)
-        sm = cuda.shared.array((S, TILE), float32)
-        rx = cuda.shared.array((S, BT), float32)       # the rows' partial sums
-        ry = cuda.shared.array((S, BT), float32)
-        rz = cuda.shared.array((S, BT), float32)
+        sx = cuda.shared.array(ST, float32)             # a tile for each row
+        sy = cuda.shared.array(ST, float32)
+        sz = cuda.shared.array(ST, float32)
+        sm = cuda.shared.array(ST, float32)
+        rx = cuda.shared.array(SBT, float32)            # the rows' partial sums
+        ry = cuda.shared.array(SBT, float32)
+        rz = cuda.shared.array(SBT, float32)
         px = cuda.local.array(B, float32)
         py = cuda.local.array(B, float32)
         pz = cuda.local.array(B, float32)
@@ -137,40 +127,46 @@ def make_split_kernel(bodies_per_thread: int, split: int):
             i = min(first + b * TILE, n - 1)
             px[b], py[b], pz[b] = pos[0, i], pos[1, i], pos[2, i]
             ax[b], ay[b], az[b] = float32(0), float32(0), float32(0)
+        # unsigned indices into shared memory: numba adds no wrap-around of negative ones
+        row, mine = uint64(s * TILE), uint64(s * TILE + t)
         tiles = (n + TILE - 1) // TILE
         part = (tiles + S - 1) // S                     # tiles per row: the same for all
         for start in range(s * part * TILE, (s + 1) * part * TILE, TILE):
             j = start + t
             if j < n:
-                sx[s, t], sy[s, t], sz[s, t], sm[s, t] = (pos[0, j], pos[1, j],
+                sx[mine], sy[mine], sz[mine], sm[mine] = (pos[0, j], pos[1, j],
                                                           pos[2, j], pos[3, j])
             else:                                       # past the end: a massless body
-                sx[s, t], sy[s, t], sz[s, t], sm[s, t] = (float32(0), float32(0),
+                sx[mine], sy[mine], sz[mine], sm[mine] = (float32(0), float32(0),
                                                           float32(0), float32(0))
             cuda.syncthreads()
-            for k in range(TILE):
-                xj, yj, zj, mj = sx[s, k], sy[s, k], sz[s, k], sm[s, k]
-                for b in range(B):
-                    dx, dy, dz = xj - px[b], yj - py[b], zj - pz[b]
-                    # eps2 first: three multiply-adds, no separate add
-                    inv = rsqrt_hw(dx * dx + (dy * dy + (dz * dz + eps2)))
-                    f = mj * (inv * inv * inv)
-                    ax[b] += dx * f
-                    ay[b] += dy * f
-                    az[b] += dz * f
+            for k0 in range(0, TILE, UNROLL):
+                for u in range(UNROLL):                 # constant trip count: unrolled
+                    q = row + uint64(k0 + u)
+                    xj, yj, zj, mj = sx[q], sy[q], sz[q], sm[q]
+                    for b in range(B):
+                        dx, dy, dz = xj - px[b], yj - py[b], zj - pz[b]
+                        # eps2 first: three multiply-adds, no separate add
+                        inv = rsqrt_hw(dx * dx + (dy * dy + (dz * dz + eps2)))
+                        f = mj * (inv * inv * inv)
+                        ax[b] += dx * f
+                        ay[b] += dy * f
+                        az[b] += dz * f
             cuda.syncthreads()
         for b in range(B):
-            rx[s, b * TILE + t], ry[s, b * TILE + t], rz[s, b * TILE + t] = ax[b], ay[b], az[b]
+            q = uint64((s * B + b) * TILE + t)
+            rx[q], ry[q], rz[q] = ax[b], ay[b], az[b]
         cuda.syncthreads()
         if s == 0:                                      # row 0 adds the parts, in order
             for b in range(B):
                 i = first + b * TILE
                 if i < n:
-                    gx, gy, gz = rx[0, b * TILE + t], ry[0, b * TILE + t], rz[0, b * TILE + t]
+                    gx, gy, gz = ax[b], ay[b], az[b]
                     for r in range(1, S):
-                        gx += rx[r, b * TILE + t]
-                        gy += ry[r, b * TILE + t]
-                        gz += rz[r, b * TILE + t]
+                        q = uint64((r * B + b) * TILE + t)
+                        gx += rx[q]
+                        gy += ry[q]
+                        gz += rz[q]
                     acc[0, i], acc[1, i], acc[2, i] = gx, gy, gz
     return accel_split
 # --8<-- [end:split]
@@ -184,9 +180,9 @@ def accel_kernel(variant: str):
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel {variant!r}; choose one of {', '.join(VARIANTS)}")
     if variant not in _KERNELS:
-        bpt, fast, hw, split = VARIANTS[variant]
+        bpt, fast, hw, split, unroll = VARIANTS[variant]
         _KERNELS[variant] = (make_accel_kernel(bpt, fast, hw) if split == 1
-                             else make_split_kernel(bpt, split))
+                             else make_split_kernel(bpt, split, fast, unroll))
     return _KERNELS[variant]
 
 
