@@ -9,6 +9,7 @@ LEARN = [
     "three classic simulations on the GPU with numba: a fluid, gravity and heat",
     "which roof limits each one: memory bandwidth or arithmetic",
     "what shared memory, fast math and more work per thread buy in gravity",
+    "why loading before branching and wider loads bring a stencil to the copy's speed",
     "when float64 costs little on a GPU and when it costs a lot",
 ]
 

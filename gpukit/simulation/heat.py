@@ -13,7 +13,8 @@ neighbouring cells of a row at once (coalesced). Each cell's loads wait for the 
 cell above: numba cannot tell that ``src`` and ``dst`` are different arrays, so the compiler
 keeps every load after the earlier stores. The second kernel (:func:`make_loads_first`) loads
 its whole column, and the neighbours left and right, before it stores anything: all of a
-thread's loads are in flight at once.
+thread's loads are in flight at once. The third (:func:`make_pairs`) does the same on a float32
+grid seen as 64-bit words, two cells each: 8-byte loads and stores, as in float64.
 """
 
 from __future__ import annotations
@@ -83,10 +84,10 @@ def make_loads_first(rows: int, dtype):
         y0 = min(y0, ny - 1 - R)
         # unsigned indices: numba adds no wrap-around of negative ones
         top, xc, xl, xr = uint64(y0 - 1), uint64(x), uint64(x - 1), uint64(x + 1)
-        col = cuda.local.array(R2, dtype)               # the column, one row above and below
+        col = cuda.local.array(R2, dtype)       # the column, a row above and below
         left = cuda.local.array(R, dtype)
         right = cuda.local.array(R, dtype)
-        for k in range(R2):                             # every load first: all in flight
+        for k in range(R2):                     # every load first: all in flight
             col[k] = src[top + uint64(k), xc]
         for k in range(R):
             left[k] = src[top + uint64(k + 1), xl]

@@ -97,7 +97,8 @@ def make_accel_kernel(bodies_per_thread: int, fastmath: bool, hw_rsqrt: bool):
 
 
 # --8<-- [start:split]
-def make_split_kernel(bodies_per_thread: int, split: int, fastmath=True, unroll: int = 1):
+def make_split_kernel(bodies_per_thread: int, split: int, fastmath=True,
+                      unroll: int = 1):
     """The tuned kernel with the sum over bodies j cut into ``split`` parts: a block
     has ``split`` rows of TILE threads, each row sums one part for the same bodies,
     and the rows' partial sums are added in shared memory at the end. ``unroll``
@@ -127,10 +128,10 @@ def make_split_kernel(bodies_per_thread: int, split: int, fastmath=True, unroll:
             i = min(first + b * TILE, n - 1)
             px[b], py[b], pz[b] = pos[0, i], pos[1, i], pos[2, i]
             ax[b], ay[b], az[b] = float32(0), float32(0), float32(0)
-        # unsigned indices into shared memory: numba adds no wrap-around of negative ones
+        # unsigned indices: numba adds no wrap-around of negative ones
         row, mine = uint64(s * TILE), uint64(s * TILE + t)
         tiles = (n + TILE - 1) // TILE
-        part = (tiles + S - 1) // S                     # tiles per row: the same for all
+        part = (tiles + S - 1) // S                     # tiles per row, same for all
         for start in range(s * part * TILE, (s + 1) * part * TILE, TILE):
             j = start + t
             if j < n:

@@ -411,3 +411,25 @@ def heat_rows(slug: str, data: dict) -> str:
             f"{f32['size']} cells.\n\n"
             + table(["kernel", "precision", "of copy", "achieved", "rate", "one step", "bytes per cell"],
                     rows, "llrrrrr") + f"\n\n{gap}")
+
+
+@pages.renderer("simulation", "lbm")
+def lbm_kernels(slug: str, data: dict) -> str:
+    """The GPU fluid rows, each kernel on each grid: updates per second, bytes moved per
+    second and the share of the copy; then how far apart the kernels came out."""
+    p = data["gpu"]
+    g = gpu_rows(p)
+    lbm = [r for r in p["rows"] if r["model"] == "lbm" and r["backend"] == "numba-cuda"]
+    rows = [[f"`{r.get('kernel', 'one thread per cell')}`",
+             "past a cylinder" if r.get("case", "cylinder") == "cylinder" else "obstacle-free box",
+             f"{fmt_num(r['rate'] / 1e6)} MLUP/s", f"{fmt_num(r['gbs'])} GB/s", _pct(r["pct_copy"]),
+             fmt_time(r["median_s"])] for r in lbm]
+    first, best = g["lbm_first"], g["lbm"]
+    said = ("Only the first kernel is in this record." if best is first else
+            f"Past the cylinder, `{best.get('kernel')}` takes {fmt_ratio(best['median_s'] / first['median_s'], 2)} "
+            f"the time of `{first.get('kernel', 'one thread per cell')}` per step: {_pct(best['pct_copy'])} "
+            f"of the copy against {_pct(first['pct_copy'])}.")
+    return (f"**{pages.machine_title(data)}**, copy {fmt_num(first['roof_gbs'])} GB/s in the same run, "
+            f"{first['size']} cells; bytes are those a step moves (73 per fluid cell).\n\n"
+            + table(["kernel", "grid", "rate", "bytes moved", "of copy", "one step"], rows, "llrrrr")
+            + f"\n\n{said}")
