@@ -7,9 +7,8 @@ from gpukit.pages import fmt_num, fmt_ratio
 
 LEARN = [
     "three classic simulations on the GPU with numba: a fluid, gravity and heat",
-    "which roof limits each one: memory bandwidth or arithmetic",
+    "which roof limits each one, and what a profile shows when a kernel stops short of it",
     "what shared memory, fast math and more work per thread buy in gravity",
-    "why loading before branching and wider loads bring a stencil to the copy's speed",
     "when float64 costs little on a GPU and when it costs a lot",
 ]
 
