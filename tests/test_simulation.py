@@ -366,6 +366,11 @@ def test_benchmark_and_views_on_cpu(tmp_path):
             if r["model"] == "nbody":
                 g.update(tflops=g["rate"] * 20 / 1e12, pct_fp32=50.0 + k)
             fake.append(g)
+    # a second float32 heat kernel and a second fluid kernel, each twice as fast as the first
+    for model, kernel in (("heat", "pairs"), ("lbm", "loads first")):
+        first = next(r for r in fake if r["model"] == model and r.get("dtype", "float32") == "float32")
+        fake.append({**first, "kernel": kernel, "name": f"{first['name']}, {kernel}", "rate": 2 * first["rate"],
+                     "median_s": first["median_s"] / 2, "gbs": 2 * first["gbs"], "pct_copy": 2 * first["pct_copy"]})
     gpu["rows"] = fake + part["rows"]
     gpu["fp32_tflops"] = 66.9
     gpu["ptx"] = {v: {"rsqrt.approx": 4, "sqrt.approx": 0, "div.approx": 0, "sqrt.rn": 0, "rcp.rn": 0,
@@ -401,6 +406,10 @@ def test_benchmark_and_views_on_cpu(tmp_path):
     assert "23,056" in anchor and "obstacle-free box" in anchor and "nan" not in anchor.lower()
     heat = pages.render("simulation", "heat", root=tmp_path / "h200")
     assert "float32" in heat and "float64" in heat
+    assert g["heat32"]["kernel"] == "pairs" and "`pairs` takes 0.5x the time of `" in heat
+    fluid = pages.render("simulation", "lbm", root=tmp_path / "h200")
+    assert "`loads first` takes 0.5x the time of `" in fluid and "obstacle-free box" in fluid
+    assert g["lbm"]["kernel"] == "loads first" and g["lbm_first"] is not g["lbm"]
     assert [t.met for t in pages.TARGETS["simulation"](results.load("simulation", root=tmp_path / "h200")
                                                        ["nvidia-h200"])] == verdicts
     for view in ("table", "roof"):
