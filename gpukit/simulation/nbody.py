@@ -10,8 +10,10 @@ simulations. The state is structure of arrays: ``pos[4, n]`` holds x, y, z and m
 
 The GPU kernels follow GPU Gems 3: a block loads a tile of bodies into shared memory, every
 thread of the block reads them from there (one global read serves a whole block). The
-straightforward kernel computes one body per thread with IEEE-exact ``1/sqrt``; the tuned one
-adds fast math, the hardware's approximate reciprocal square root and several bodies per thread.
+straightforward kernel computes one body per thread with IEEE-exact ``1/sqrt``; the next ones
+add fast math, the hardware's approximate reciprocal square root and several bodies per thread;
+the last two split the sum over bodies across four rows of threads per block (more warps per
+SM) and unroll the inner loop (fewer instructions per interaction).
 """
 
 from __future__ import annotations
