@@ -68,16 +68,24 @@ def test_lbm_flow_past_a_cylinder_sheds_vortices():
 def _lbm_gpu_vs_cpu():
     from gpukit.simulation import lbm
     solid = lbm.cylinder(21, 11, 2.5)               # not a multiple of the 128-thread block
+    solid[0, 5] = 1                                 # a wall cell where y wraps around
     out = {}
     for inlet in (True, False):
-        a, b = (lbm.Lattice(solid, tau=0.7, u_in=0.05, inlet=inlet, backend=be, perturb=0.3).step(3)
-                for be in ("numba-cuda", "cpu"))
-        out[str(inlet)] = float(np.abs(a.f - b.f).max())
+        b = lbm.Lattice(solid, tau=0.7, u_in=0.05, inlet=inlet, backend="cpu", perturb=0.3).step(3)
+        for kernel in lbm.VARIANTS:
+            a = lbm.Lattice(solid, tau=0.7, u_in=0.05, inlet=inlet, backend="numba-cuda",
+                            perturb=0.3, kernel=kernel).step(3)
+            out[f"{kernel}, inlet {inlet}"] = float(np.abs(a.f - b.f).max())
+            # cells inside the cylinder keep what they held: nothing writes them
+            inside = a.g[:, solid == 1] - lbm.Lattice(solid, tau=0.7, u_in=0.05, inlet=inlet,
+                                                      backend="cpu", perturb=0.3).g[:, solid == 1]
+            out[f"{kernel}, inlet {inlet}, solid untouched"] = float(np.abs(inside).max())
     return out
 
 
 def test_lbm_gpu_simulator_matches_cpu():
     diffs = run_without_gpu("tests.test_simulation:_lbm_gpu_vs_cpu")
+    assert len(diffs) == 1 + 2 * 2 * len(L.VARIANTS), diffs
     diffs.pop("process_s")
     assert all(d < 1e-6 for d in diffs.values()), diffs
 
@@ -135,16 +143,22 @@ def test_two_body_circular_orbit_closes():
 
 
 def _nbody_gpu_vs_cpu():
+    from numba import cuda
+
     from gpukit.simulation import nbody
     out = {}
-    for variant, n in (("straightforward", 40), ("4 bodies per thread", 130)):
+    cases = [("straightforward", 40), ("4 bodies per thread", 130)]
+    # the split kernels: fewer bodies than one block's, and several blocks with a part left over
+    split, tuned = list(nbody.VARIANTS)[5:]
+    cases += [(split, 77), (tuned, 1), (tuned, 600)]
+    for variant, n in cases:
         pos, _ = nbody.plummer(n, seed=4)
-        from numba import cuda
         d_pos, d_acc = cuda.to_device(pos), cuda.to_device(np.full((3, n), np.nan, np.float32))
         nbody.launch_accel(variant, d_pos, d_acc, np.float32(0.05 ** 2))
         got = d_acc.copy_to_host()
         ref = nbody.accel_reference(pos, 0.05)
-        out[variant] = float(np.abs(got - ref).max() / np.abs(ref).max()) if np.isfinite(got).all() else 1.0
+        scale = max(np.abs(ref).max(), 1e-30)           # one body: no pull at all
+        out[f"{variant}, n = {n}"] = float(np.abs(got - ref).max() / scale) if np.isfinite(got).all() else 1.0
     return out
 
 
@@ -192,18 +206,41 @@ def test_heat_keeps_mirror_symmetry_exactly():
 def _heat_gpu_vs_cpu():
     from gpukit.simulation import heat
     out = {}
-    for shape in ((13, 21), (3, 3), (9, 130)):        # awkward sizes; 3 x 3 has one inner cell
-        u0 = np.random.default_rng(1).random(shape, dtype=np.float32)
-        a, b = (heat.Heat(u0, r=0.25, backend=be).step(3).u for be in ("numba-cuda", "cpu"))
-        out[str(shape)] = float(np.abs(a - b).max())
-        out[f"{shape} edges kept"] = float(max(np.abs(a[0] - u0[0]).max(), np.abs(a[:, -1] - u0[:, -1]).max()))
+    # awkward sizes: 3 x 3 has one inner cell; 9 rows are fewer than a column of 8 needs; 10
+    # rows are exactly one column; 13 rows end with a column moved up; odd widths leave the
+    # float32 pairs kernel out; 260 columns are 130 pairs, more than one block of 128
+    for shape in ((13, 21), (3, 3), (9, 30), (10, 4), (13, 260)):
+        for dtype in ("float32", "float64") if shape[1] < 100 else ("float32",):
+            u0 = np.random.default_rng(1).random(shape).astype(dtype)
+            b = heat.Heat(u0, r=0.25, backend="cpu").step(3).u
+            for kernel in heat.VARIANTS:
+                ran = heat.runs(kernel, shape, dtype)
+                a = heat.Heat(u0, r=0.25, kernel=kernel).step(3).u
+                key = f"{shape} {dtype} {kernel} (ran {ran})"
+                out[key] = float(np.abs(a - b).max())
+                out[f"{key} edges kept"] = float(max(np.abs(a[0] - u0[0]).max(), np.abs(a[-1] - u0[-1]).max(),
+                                                     np.abs(a[:, 0] - u0[:, 0]).max(),
+                                                     np.abs(a[:, -1] - u0[:, -1]).max()))
     return out
 
 
 def test_heat_gpu_simulator_matches_cpu():
     diffs = run_without_gpu("tests.test_simulation:_heat_gpu_vs_cpu")
     diffs.pop("process_s")
-    assert all(d < 1e-6 for d in diffs.values()), diffs
+    assert all(d == 0 for d in diffs.values()), diffs   # the same arithmetic, in the same order
+    ran = " ".join(diffs)                               # each kernel ran somewhere, not only its stand-in
+    assert "float32 pairs (ran pairs)" in ran and "float64 pairs (ran loads first)" in ran
+    assert "(13, 21) float32 pairs (ran loads first)" in ran and "(9, 30) float32 pairs (ran sliding column)" in ran
+
+
+def test_heat_kernel_choice():
+    assert H.runs("pairs", (100, 64), "float32") == "pairs"
+    assert H.runs("pairs", (100, 63), "float32") == "loads first"     # an odd width: no pairs
+    assert H.runs("pairs", (100, 64), "float64") == "loads first"     # 8-byte cells already
+    assert H.runs("loads first", (9, 64), "float32") == "sliding column"  # fewer rows than a column
+    assert H.runs("loads first", (10, 64), "float64") == "loads first"
+    with pytest.raises(ValueError):
+        H.Heat(np.zeros((5, 5), np.float32), kernel="quads")
 
 
 @pytest.mark.parametrize("kwargs", [{"r": 0.26}, {"r": 0}, {"r": -0.1}, {"backend": "opencl"}])
@@ -329,6 +366,11 @@ def test_benchmark_and_views_on_cpu(tmp_path):
             if r["model"] == "nbody":
                 g.update(tflops=g["rate"] * 20 / 1e12, pct_fp32=50.0 + k)
             fake.append(g)
+    # a second float32 heat kernel and a second fluid kernel, each twice as fast as the first
+    for model, kernel in (("heat", "pairs"), ("lbm", "loads first")):
+        first = next(r for r in fake if r["model"] == model and r.get("dtype", "float32") == "float32")
+        fake.append({**first, "kernel": kernel, "name": f"{first['name']}, {kernel}", "rate": 2 * first["rate"],
+                     "median_s": first["median_s"] / 2, "gbs": 2 * first["gbs"], "pct_copy": 2 * first["pct_copy"]})
     gpu["rows"] = fake + part["rows"]
     gpu["fp32_tflops"] = 66.9
     gpu["ptx"] = {v: {"rsqrt.approx": 4, "sqrt.approx": 0, "div.approx": 0, "sqrt.rn": 0, "rcp.rn": 0,
@@ -359,11 +401,15 @@ def test_benchmark_and_views_on_cpu(tmp_path):
     assert g["lbm"]["case"] == "cylinder" and g["lbm_box"]["case"] == "box"
     verdicts = [g["lbm"]["rate"] / 1e6 >= V.TARGETS["lbm_mlups"], g["lbm"]["pct_copy"] >= V.TARGETS["lbm_pct_copy"],
                 g["nbody"]["rate"] / 1e12 >= V.TARGETS["nbody_t"], g["heat32"]["pct_copy"] >= V.TARGETS["heat32_pct_copy"]]
-    assert g["nbody"]["name"] == "4 bodies per thread"                        # the fastest fake row
+    assert g["nbody"]["name"] == list(N.VARIANTS)[-1]                         # the fastest fake row
     anchor = pages.render("simulation", "anchor", root=tmp_path / "h200")
     assert "23,056" in anchor and "obstacle-free box" in anchor and "nan" not in anchor.lower()
     heat = pages.render("simulation", "heat", root=tmp_path / "h200")
     assert "float32" in heat and "float64" in heat
+    assert g["heat32"]["kernel"] == "pairs" and "`pairs` takes 0.5x the time of `" in heat
+    fluid = pages.render("simulation", "lbm", root=tmp_path / "h200")
+    assert "`loads first` takes 0.5x the time of `" in fluid and "obstacle-free box" in fluid
+    assert g["lbm"]["kernel"] == "loads first" and g["lbm_first"] is not g["lbm"]
     assert [t.met for t in pages.TARGETS["simulation"](results.load("simulation", root=tmp_path / "h200")
                                                        ["nvidia-h200"])] == verdicts
     for view in ("table", "roof"):
@@ -415,12 +461,13 @@ def test_gpu_nbody_tuned_conserves_energy():
 
 
 @pytest.mark.gpu
-def test_gpu_lbm_matches_cpu_and_conserves_mass():
+@pytest.mark.parametrize("kernel", list(L.VARIANTS))
+def test_gpu_lbm_matches_cpu_and_conserves_mass(kernel):
     solid = L.cylinder(300, 70)
-    a, b = (L.Lattice(solid, tau=0.6, u_in=0.1, inlet=True, backend=be, perturb=0.3).step(100)
-            for be in ("numba-cuda", "cpu"))
+    a = L.Lattice(solid, tau=0.6, u_in=0.1, inlet=True, perturb=0.3, kernel=kernel).step(100)
+    b = L.Lattice(solid, tau=0.6, u_in=0.1, inlet=True, backend="cpu", perturb=0.3).step(100)
     assert np.abs(a.f - b.f).max() < 1e-4
-    box = L.Lattice(solid, tau=0.8, u_in=0.1, backend="numba-cuda", perturb=0.3)
+    box = L.Lattice(solid, tau=0.8, u_in=0.1, backend="numba-cuda", perturb=0.3, kernel=kernel)
     m0 = box.mass()
     box.step(10_000)
     m1 = box.mass()
@@ -432,12 +479,14 @@ def test_gpu_lbm_matches_cpu_and_conserves_mass():
 
 
 @pytest.mark.gpu
-def test_gpu_heat_matches_exact_decay_and_cpu():
-    u0 = H.sine_mode(1027, 515, 1, 1, "float32")
-    a = H.Heat(u0, r=0.25, backend="numba-cuda").step(200).u
+@pytest.mark.parametrize("kernel", list(H.VARIANTS))
+@pytest.mark.parametrize("nx", [1027, 1026])                  # an even width: pairs run
+def test_gpu_heat_matches_exact_decay_and_cpu(kernel, nx):
+    u0 = H.sine_mode(nx, 515, 1, 1, "float32")
+    a = H.Heat(u0, r=0.25, backend="numba-cuda", kernel=kernel).step(200).u
     b = H.Heat(u0, r=0.25, backend="cpu").step(200).u
     assert np.abs(a - b).max() < 1e-5                # the GPU fuses multiply-adds, the CPU does not
-    assert np.abs(a - u0 * H.sine_decay(1027, 515, 1, 1, 0.25, 200)).max() < 1e-5
+    assert np.abs(a - u0 * H.sine_decay(nx, 515, 1, 1, 0.25, 200)).max() < 1e-5
 
 
 # ------------------------------------------------------------------ what the real GPU compiler gets
@@ -457,8 +506,14 @@ def _ptx_checks():
     if "error" in facts:
         return {"skip": facts["error"]}
     out = {"nbody": facts}
-    for name, fn, sig in (("lbm", lbm.lbm_kernel, "float32[:,:,::1], float32[:,:,::1], uint8[:,::1], float32, float32, float32, int64"),
-                          ("heat", heat.heat_kernel, "float32[:,::1], float32[:,::1], float32")):
+    lbm_sig = "float32[:,:,::1], float32[:,:,::1], uint8[:,::1], float32, float32, float32, int64"
+    for name, fn, sig in (("lbm", lbm.lbm_kernel, lbm_sig),
+                          ("lbm loads first", lbm.lbm_kernel_loads_first, lbm_sig),
+                          ("heat", heat.heat_kernel, "float32[:,::1], float32[:,::1], float32"),
+                          ("heat loads first", heat.kernel_for("loads first", "float32"),
+                           "float32[:,::1], float32[:,::1], float32"),
+                          ("heat pairs", heat.kernel_for("pairs", "float32"),
+                           "uint64[:,::1], uint64[:,::1], float32")):
         ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(9, 0))
         out[name] = {"f64": len(re.findall(r"\.f64\b", ptx)), "local": len(re.findall(r"\.local\b", ptx))}
     return out
@@ -470,14 +525,14 @@ def test_kernels_compile_for_sm90_in_float32():
     assert "error" not in got, got
     if "skip" in got:
         pytest.skip(f"no PTX compiler here: {got['skip']}")
-    for name in ("lbm", "heat"):
+    for name in ("lbm", "lbm loads first", "heat", "heat loads first", "heat pairs"):
         assert got[name] == {"f64": 0, "local": 0}, (name, got[name])
     nb = got["nbody"]
     assert all(f["f64"] == 0 and f["local"] == 0 for f in nb.values()), nb
     assert nb["straightforward"]["sqrt.rn"] > 0 and nb["straightforward"]["rsqrt.approx"] == 0
     assert nb["fastmath"]["sqrt.approx"] > 0 and nb["fastmath"]["rsqrt.approx"] == 0
     assert all(nb[v]["rsqrt.approx"] > 0 and nb[v]["sqrt.approx"] == 0
-               for v in ("fastmath + rsqrt", "2 bodies per thread", "4 bodies per thread"))
+               for v in list(N.VARIANTS)[2:])
     # each shared-memory value serves several bodies: fewer loads per rsqrt
     per = {v: nb[v]["ld.shared"] / nb[v]["rsqrt.approx"] for v in ("fastmath + rsqrt", "4 bodies per thread")}
     assert per["4 bodies per thread"] < per["fastmath + rsqrt"], per

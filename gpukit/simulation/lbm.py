@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import cuda
+from numba import cuda, uint64
 
 from .meta import backend_ok, check_speed, check_tau, whole
 
@@ -188,6 +188,59 @@ def lbm_step_cpu(src, dst, solid, omega, u_in, fx, inlet):
 # --8<-- [end:kernels]
 
 
+# --8<-- [start:loads-first]
+@cuda.jit(device=True, inline=True)
+def cell_loads_first(src, dst, solid, x, y, omega, u_in, fx, inlet):
+    """The same update as ``make_cell``'s, with every load issued before the first
+    branch: the cell's type, its nine incoming populations and its neighbours' types.
+    A bounce-back then replaces a population; a solid cell stores nothing."""
+    ny, nx = solid.shape
+    xm = x - 1 if x > 0 else nx - 1
+    xp = x + 1 if x < nx - 1 else (nx - 1 if inlet != 0 else 0)
+    ym = y - 1 if y > 0 else ny - 1
+    yp = y + 1 if y < ny - 1 else 0
+    # unsigned indices: numba adds no wrap-around of negative ones
+    X, XM, XP = uint64(x), uint64(xm), uint64(xp)
+    Y, YM, YP = uint64(y), uint64(ym), uint64(yp)
+    own = solid[Y, X]
+    f0, f1, f2 = src[0, Y, X], src[1, Y, XM], src[2, YM, X]
+    f3, f4, f5 = src[3, Y, XP], src[4, YP, X], src[5, YM, XM]
+    f6, f7, f8 = src[6, YM, XP], src[7, YP, XP], src[8, YP, XM]
+    s1, s2, s3, s4 = solid[Y, XM], solid[YM, X], solid[Y, XP], solid[YP, X]
+    s5, s6, s7, s8 = solid[YM, XM], solid[YM, XP], solid[YP, XP], solid[YP, XM]
+    if inlet != 0 and x == 0:                       # the inflow column: as make_cell
+        cell_gpu(src, dst, solid, x, y, omega, u_in, fx, inlet)
+        return
+    wall = (s1 | s2 | s3 | s4) | (s5 | s6 | s7 | s8)
+    if own == 0 and wall != 0:
+        # next to a wall: the bounced-back populations are the cell's own
+        f1 = src[3, Y, X] if s1 != 0 else f1
+        f2 = src[4, Y, X] if s2 != 0 else f2
+        f3 = src[1, Y, X] if s3 != 0 else f3
+        f4 = src[2, Y, X] if s4 != 0 else f4
+        f5 = src[7, Y, X] if s5 != 0 else f5
+        f6 = src[8, Y, X] if s6 != 0 else f6
+        f7 = src[5, Y, X] if s7 != 0 else f7
+        f8 = src[6, Y, X] if s8 != 0 else f8
+    d = collide_gpu(f0, f1, f2, f3, f4, f5, f6, f7, f8, omega, fx)
+    if own == 0:                                    # a solid cell writes nothing
+        for i in range(9):
+            dst[uint64(i), Y, X] = d[i]
+
+
+@cuda.jit
+def lbm_kernel_loads_first(src, dst, solid, omega, u_in, fx, inlet):
+    x, y = cuda.grid(2)                                  # one thread per cell
+    if x < solid.shape[1] and y < solid.shape[0]:
+        cell_loads_first(src, dst, solid, x, y, omega, u_in, fx, inlet)
+# --8<-- [end:loads-first]
+
+
+#: the GPU kernels; "one thread per cell" is the first, "loads first" the default
+VARIANTS = {"one thread per cell": lbm_kernel, "loads first": lbm_kernel_loads_first}
+TUNED = "loads first"
+
+
 def equilibrium(rho, ux, uy) -> np.ndarray:
     """The equilibrium of density and velocity fields as stored, g_i = f_i^eq - w_i
     (computed in float64, returned as float32), shape (9, ny, nx)."""
@@ -222,15 +275,20 @@ class Lattice:
     solid: uint8 (ny, nx), 1 where a cell is an obstacle. tau: relaxation time (> 0.5; the
     viscosity is (tau - 1/2)/3). inlet: the first column is held at equilibrium with speed
     ``u_in`` and the last copies itself (flow through); otherwise x is periodic. force: a body
-    force per unit volume along x (drives a periodic channel). y is always periodic.
+    force per unit volume along x (drives a periodic channel). y is always periodic. kernel:
+    one of :data:`VARIANTS` (the GPU's).
     """
 
     def __init__(self, solid, *, tau: float = 0.6, u_in: float = 0.0, inlet: bool = False,
-                 force: float = 0.0, backend: str = "numba-cuda", perturb: float = 0.0):
+                 force: float = 0.0, backend: str = "numba-cuda", perturb: float = 0.0,
+                 kernel: str = TUNED):
         solid = np.ascontiguousarray(solid, dtype=np.uint8)
         if solid.ndim != 2 or min(solid.shape) < 3:
             raise ValueError(f"solid must be a 2-D grid of at least 3 x 3 cells, got shape {solid.shape}")
         self.backend = backend_ok(backend)
+        if kernel not in VARIANTS:
+            raise ValueError(f"unknown LBM kernel {kernel!r}; choose one of {', '.join(VARIANTS)}")
+        self.kernel = kernel if backend == "numba-cuda" else "cpu"
         self.tau, self.u_in = check_tau(tau), check_speed(u_in)
         self.omega, self.inlet, self.force = f32(1 / self.tau), int(bool(inlet)), f32(force)
         ny, nx = solid.shape
@@ -257,8 +315,9 @@ class Lattice:
         if self.backend == "numba-cuda":
             ny, nx = self.shape
             grid = ((nx + BLOCK[0] - 1) // BLOCK[0], (ny + BLOCK[1] - 1) // BLOCK[1])
+            fn = VARIANTS[self.kernel]
             for _ in range(n):
-                lbm_kernel[grid, BLOCK](self._a, self._b, *args)
+                fn[grid, BLOCK](self._a, self._b, *args)
                 self._a, self._b = self._b, self._a
         else:
             for _ in range(n):

@@ -124,16 +124,34 @@ def _ptx(fn, sig: str, fastmath: bool = False) -> str | None:
     return ptx
 
 
+def inner_loop(ptx: str) -> str:
+    """The PTX of the n-body kernel's inner loop: the shortest loop (a label and a branch
+    back to it) that holds a square root or a reciprocal square root; the whole text where
+    there is none."""
+    lines = ptx.splitlines()
+    where = {m.group(1): i for i, line in enumerate(lines)
+             if (m := re.match(r"^(\$L__BB\w+):", line.strip()))}
+    best = None
+    for i, line in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\w+);", line)
+        if m and where.get(m.group(1), i + 1) <= i:
+            body = "\n".join(lines[where[m.group(1)]:i + 1])
+            if re.search(r"\b(?:rsqrt|sqrt)\.", body) and (best is None or len(body) < len(best)):
+                best = body
+    return ptx if best is None else best
+
+
 def ptx_facts() -> dict:
-    """What numba-cuda emits for each n-body kernel (compiled for sm_90, read from its PTX);
-    ``{"skipped": why}`` where this machine cannot compile PTX."""
+    """What numba-cuda emits for each n-body kernel's inner loop (compiled for sm_90, read
+    from its PTX); ``{"skipped": why}`` where this machine cannot compile PTX."""
     from . import nbody
     facts = {}
-    for variant, (_, fastmath, _) in nbody.VARIANTS.items():
-        ptx = _ptx(nbody.make_accel_kernel(*nbody.VARIANTS[variant]).py_func,
+    for variant, (_, fastmath, _, _, _) in nbody.VARIANTS.items():
+        ptx = _ptx(nbody.accel_kernel(variant).py_func,
                    "float32[:,::1], float32[:,::1], float32", fastmath)
         if ptx is None:
             return {"skipped": "no NVVM on this machine, or the CUDA simulator"}
+        ptx = inner_loop(ptx)
         count = {name: len(re.findall(pat, ptx)) for name, pat in (
             ("rsqrt.approx", r"\brsqrt\.approx"), ("sqrt.approx", r"\bsqrt\.approx"), ("sqrt.rn", r"\bsqrt\.rn"),
             ("rcp.rn", r"\brcp\.rn"), ("div.approx", r"\bdiv\.approx"), ("div.rn", r"\bdiv\.rn"),
@@ -173,16 +191,22 @@ def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
     check = {}
     compile_s = None
     if not cpu_only:                                    # verify first: the same arithmetic on both
-        a, b = (lbm.Lattice(lbm.cylinder(256, 64), tau=0.6, u_in=0.1, inlet=True, backend=be,
-                            perturb=0.3) for be in ("numba-cuda", "cpu"))
-        compile_s = _first_step(a)                      # the kernel's first call: it compiles
-        a.step(199)
-        b.step(200)
-        check = {"grid": "256 x 64", "steps": 200, "max_abs_diff": float(np.abs(a.g - b.g).max())}
+        b = lbm.Lattice(lbm.cylinder(256, 64), tau=0.6, u_in=0.1, inlet=True, backend="cpu",
+                        perturb=0.3).step(200)
+        compile_s, diffs = {}, {}
+        for kernel in lbm.VARIANTS:
+            a = lbm.Lattice(lbm.cylinder(256, 64), tau=0.6, u_in=0.1, inlet=True,
+                            backend="numba-cuda", perturb=0.3, kernel=kernel)
+            compile_s[kernel] = _first_step(a)          # the kernel's first call: it compiles
+            a.step(199)
+            diffs[kernel] = float(np.abs(a.g - b.g).max())
+        check = {"grid": "256 x 64", "steps": 200, "max_abs_diff": max(diffs.values()),
+                 "by_kernel": diffs}
         if not check["max_abs_diff"] < 1e-3:
-            raise AssertionError(f"LBM: GPU and CPU differ by {check['max_abs_diff']:.3g}")
+            raise AssertionError(f"LBM: GPU and CPU differ by {diffs}")
+    runs = [("numba-cuda", k) for k in (() if cpu_only else lbm.VARIANTS)] + [("cpu", "cpu")]
     for case in ("cylinder", "box"):
-        for backend in backends:
+        for backend, kernel in runs:
             nx, ny = sizes["gpu" if backend == "numba-cuda" else where]["lbm"]
             if case == "cylinder":                      # flow past a cylinder, in at the left
                 lat = lbm.Lattice(lbm.cylinder(nx, ny), tau=0.6, u_in=0.1, inlet=True,
@@ -190,6 +214,8 @@ def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
             else:                                       # every cell fluid, periodic: no walls
                 lat = lbm.Lattice(np.zeros((ny, nx), np.uint8), tau=0.6, u_in=0.1,
                                   backend=backend, perturb=0.01)
+            if backend == "numba-cuda":
+                lat.kernel = kernel
             solid = int(np.count_nonzero(lat.solid))
             inlet = ny - int(np.count_nonzero(lat.solid[:, 0])) if lat.inlet else 0
             fluid = nx * ny - solid - inlet             # the cells that stream and collide
@@ -198,16 +224,18 @@ def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
             t = _bench(lambda: lat.step(1), backend, repeat=repeat,
                        batch=10 if backend == "numba-cuda" else 1)
             if backend == "numba-cuda" and case == "cylinder":
-                t.first_call_s = compile_s                # compiled in the check above
+                t.first_call_s = compile_s[kernel]        # compiled in the check above
             g = lat.g[:, ::7, ::7]                      # every 49th cell: a cheap look at the density
             rho = 1 + g.sum(axis=0, dtype=np.float64)[lat.solid[::7, ::7] == 0]
             if not np.isfinite(rho).all() or abs(rho.mean() - 1) > 0.05:
                 raise AssertionError(f"LBM on {backend}: density left [0.95, 1.05] or is not finite")
             name = ("D2Q9, fused stream+collide" if case == "cylinder"
                     else "D2Q9, obstacle-free periodic box")
+            if backend == "numba-cuda" and kernel != "one thread per cell":
+                name += f", {kernel}"                   # the first kernel keeps its name
             r = _row("lbm", name, backend, f"{nx} x {ny}", fluid, t, roof_gbs=roof,
                      bytes_per=LBM_BYTES_PER_CELL, unit="lattice updates")
-            r.update(case=case, cells=nx * ny, fluid_cells=fluid, inlet_cells=inlet,
+            r.update(case=case, kernel=kernel, cells=nx * ny, fluid_cells=fluid, inlet_cells=inlet,
                      solid_cells=solid, bytes_per_call=moved)
             r["gbs"] = moved / t.median_s / 1e9          # the bytes moved, not 73 B per cell
             r["pct_copy"] = 100 * r["gbs"] / roof if roof else None
@@ -342,29 +370,44 @@ def _nbody(where, sizes, fp32, cpu_only, repeat, n_gpu):
 def _heat(where, sizes, copy_gbs, cpu_only, repeat):
     from . import heat
     rows = []
-    check, compile_s = {}, None
+    check, compile_s = {}, {}
     if not cpu_only:                                    # verify first: the same stencil on both
-        u0 = heat.hot_spots(1024, 1024)
-        a = heat.Heat(u0, backend="numba-cuda")
-        compile_s = _first_step(a)
-        a, b = a.step(49).u, heat.Heat(u0, backend="cpu").step(50).u
-        check = {"grid": "1024 x 1024", "steps": 50, "max_abs_diff": float(np.abs(a - b).max())}
+        diffs = {}
+        for dtype in ("float32", "float64"):
+            u0 = heat.hot_spots(1024, 1024, dtype)
+            b = heat.Heat(u0, backend="cpu").step(50).u
+            for kernel in heat.VARIANTS:
+                if heat.runs(kernel, u0.shape, dtype) != kernel:
+                    continue                            # e.g. pairs: float32 only
+                a = heat.Heat(u0, backend="numba-cuda", kernel=kernel)
+                compile_s[dtype, kernel] = _first_step(a)
+                diffs[f"{dtype}, {kernel}"] = float(np.abs(a.step(49).u - b).max())
+        check = {"grid": "1024 x 1024", "steps": 50, "max_abs_diff": max(diffs.values()),
+                 "by_kernel": diffs}
         if not check["max_abs_diff"] < 1e-5:
-            raise AssertionError(f"heat: GPU and CPU differ by {check['max_abs_diff']:.3g}")
+            raise AssertionError(f"heat: GPU and CPU differ by {diffs}")
     for dtype in ("float32", "float64"):
         for backend in (["cpu"] if cpu_only else ["numba-cuda", "cpu"]):
             side = sizes["gpu" if backend == "numba-cuda" else where]["heat"]
             u0 = np.random.default_rng(0).random((side, side), dtype=np.float32).astype(dtype)
-            h = heat.Heat(u0, r=0.25, backend=backend)
-            roof = _roof_for(backend, copy_gbs)
-            t = _bench(lambda: h.step(1), backend, repeat=repeat if backend == "numba-cuda" else 3,
-                       batch=5 if backend == "numba-cuda" else 1)
-            if backend == "numba-cuda" and dtype == "float32":
-                t.first_call_s = compile_s                # compiled in the check above
-            rows.append(_row("heat", f"5-point stencil, {dtype}", backend, f"{side} x {side}", (side - 2) ** 2, t,
-                             roof_gbs=roof, bytes_per=HEAT_BYTES_PER_CELL[dtype],
-                             flops_per=HEAT_FLOPS_PER_CELL, unit="cell updates"))
-            rows[-1]["dtype"] = dtype
+            kernels = ([k for k in heat.VARIANTS if heat.runs(k, u0.shape, dtype) == k]
+                       if backend == "numba-cuda" else ["cpu"])
+            for kernel in kernels:
+                h = heat.Heat(u0, r=0.25, backend=backend,
+                              **({"kernel": kernel} if backend == "numba-cuda" else {}))
+                roof = _roof_for(backend, copy_gbs)
+                t = _bench(lambda: h.step(1), backend, repeat=repeat if backend == "numba-cuda" else 3,
+                           batch=5 if backend == "numba-cuda" else 1)
+                if (dtype, kernel) in compile_s:
+                    t.first_call_s = compile_s[dtype, kernel]   # compiled in the check above
+                name = f"5-point stencil, {dtype}"
+                if kernel not in ("sliding column", "cpu"):
+                    name += f", {kernel}"               # the first kernel keeps its name
+                rows.append(_row("heat", name, backend, f"{side} x {side}", (side - 2) ** 2, t,
+                                 roof_gbs=roof, bytes_per=HEAT_BYTES_PER_CELL[dtype],
+                                 flops_per=HEAT_FLOPS_PER_CELL, unit="cell updates"))
+                rows[-1].update(dtype=dtype, kernel=kernel)
+                del h
     side = 256 if where != "tiny" else 32
     pic = heat.heat(side, side, 600, backend="cpu").u
     from .picture import pack

@@ -28,6 +28,21 @@ HEAT_BYTES_PER_CELL = {"float32": 8, "float64": 16}
 HEAT_FLOPS_PER_CELL = 8
 #: the convention of NVIDIA's CUDA sample `nbody` (GPU Gems 3, ch. 31) for one body-body interaction
 NBODY_FLOPS_PER_INTERACTION = 20
+#: n-body: threads per block (per row of a block), and so bodies per shared-memory tile
+TILE = 128
+#: the GPU kernel variants: (bodies per thread, fast math, rsqrt instruction, rows of
+#: threads per block that split the sum over bodies j, bodies taken per inner-loop pass)
+VARIANTS = {
+    "straightforward": (1, False, False, 1, 1),
+    "fastmath": (1, True, False, 1, 1),
+    "fastmath + rsqrt": (1, True, True, 1, 1),
+    "2 bodies per thread": (2, True, True, 1, 1),
+    "4 bodies per thread": (4, True, True, 1, 1),
+    "4 per thread, sum split 4 ways": (4, True, True, 4, 1),
+    "split sum, unrolled by 4": (4, True, True, 4, 4),
+}
+#: the n-body kernel the simulations run unless told otherwise
+NBODY_TUNED = "split sum, unrolled by 4"
 #: the explicit 2-D heat step u += r * (sum of 4 neighbours - 4u) is stable for r <= 1/4
 HEAT_R_MAX = 0.25
 

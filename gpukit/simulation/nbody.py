@@ -10,8 +10,10 @@ simulations. The state is structure of arrays: ``pos[4, n]`` holds x, y, z and m
 
 The GPU kernels follow GPU Gems 3: a block loads a tile of bodies into shared memory, every
 thread of the block reads them from there (one global read serves a whole block). The
-straightforward kernel computes one body per thread with IEEE-exact ``1/sqrt``; the tuned one
-adds fast math, the hardware's approximate reciprocal square root and several bodies per thread.
+straightforward kernel computes one body per thread with IEEE-exact ``1/sqrt``; the next ones
+add fast math, the hardware's approximate reciprocal square root and several bodies per thread;
+the last two split the sum over bodies across four rows of threads per block (more warps per
+SM) and unroll the inner loop (fewer instructions per interaction).
 """
 
 from __future__ import annotations
@@ -20,23 +22,13 @@ import math
 
 import numba
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from .. import device
-from .meta import backend_ok, whole
+from .meta import NBODY_TUNED, TILE, VARIANTS, backend_ok, whole  # noqa: F401
 
 f32 = np.float32
-#: threads per block, and so bodies per shared-memory tile
-TILE = 128
-#: the GPU kernel variants: (bodies per thread, fastmath, rsqrt instruction)
-VARIANTS = {
-    "straightforward": (1, False, False),
-    "fastmath": (1, True, False),
-    "fastmath + rsqrt": (1, True, True),
-    "2 bodies per thread": (2, True, True),
-    "4 bodies per thread": (4, True, True),
-}
-TUNED = "4 bodies per thread"
+TUNED = NBODY_TUNED
 
 if device.simulator_enabled():                         # the simulator has no libdevice
     def rsqrt_hw(x):
@@ -106,6 +98,83 @@ def make_accel_kernel(bodies_per_thread: int, fastmath: bool, hw_rsqrt: bool):
 # --8<-- [end:gpu]
 
 
+# --8<-- [start:split]
+def make_split_kernel(bodies_per_thread: int, split: int, fastmath=True,
+                      unroll: int = 1):
+    """The tuned kernel with the sum over bodies j cut into ``split`` parts: a block
+    has ``split`` rows of TILE threads, each row sums one part for the same bodies,
+    and the rows' partial sums are added in shared memory at the end. ``unroll``
+    bodies of a tile are taken per pass of the inner loop."""
+    B, S, BT, UNROLL = bodies_per_thread, split, bodies_per_thread * TILE, unroll
+    ST, SBT = split * TILE, split * bodies_per_thread * TILE
+
+    @cuda.jit(fastmath=fastmath)
+    def accel_split(pos, acc, eps2):
+        sx = cuda.shared.array(ST, float32)             # a tile for each row
+        sy = cuda.shared.array(ST, float32)
+        sz = cuda.shared.array(ST, float32)
+        sm = cuda.shared.array(ST, float32)
+        rx = cuda.shared.array(SBT, float32)            # the rows' partial sums
+        ry = cuda.shared.array(SBT, float32)
+        rz = cuda.shared.array(SBT, float32)
+        px = cuda.local.array(B, float32)
+        py = cuda.local.array(B, float32)
+        pz = cuda.local.array(B, float32)
+        ax = cuda.local.array(B, float32)
+        ay = cuda.local.array(B, float32)
+        az = cuda.local.array(B, float32)
+        n = pos.shape[1]
+        t, s = cuda.threadIdx.x, cuda.threadIdx.y
+        first = cuda.blockIdx.x * BT + t
+        for b in range(B):
+            i = min(first + b * TILE, n - 1)
+            px[b], py[b], pz[b] = pos[0, i], pos[1, i], pos[2, i]
+            ax[b], ay[b], az[b] = float32(0), float32(0), float32(0)
+        # unsigned indices: numba adds no wrap-around of negative ones
+        row, mine = uint64(s * TILE), uint64(s * TILE + t)
+        tiles = (n + TILE - 1) // TILE
+        part = (tiles + S - 1) // S                     # tiles per row, same for all
+        for start in range(s * part * TILE, (s + 1) * part * TILE, TILE):
+            j = start + t
+            if j < n:
+                sx[mine], sy[mine], sz[mine], sm[mine] = (pos[0, j], pos[1, j],
+                                                          pos[2, j], pos[3, j])
+            else:                                       # past the end: a massless body
+                sx[mine], sy[mine], sz[mine], sm[mine] = (float32(0), float32(0),
+                                                          float32(0), float32(0))
+            cuda.syncthreads()
+            for k0 in range(0, TILE, UNROLL):
+                for u in range(UNROLL):                 # constant trip count: unrolled
+                    q = row + uint64(k0 + u)
+                    xj, yj, zj, mj = sx[q], sy[q], sz[q], sm[q]
+                    for b in range(B):
+                        dx, dy, dz = xj - px[b], yj - py[b], zj - pz[b]
+                        # eps2 first: three multiply-adds, no separate add
+                        inv = rsqrt_hw(dx * dx + (dy * dy + (dz * dz + eps2)))
+                        f = mj * (inv * inv * inv)
+                        ax[b] += dx * f
+                        ay[b] += dy * f
+                        az[b] += dz * f
+            cuda.syncthreads()
+        for b in range(B):
+            q = uint64((s * B + b) * TILE + t)
+            rx[q], ry[q], rz[q] = ax[b], ay[b], az[b]
+        cuda.syncthreads()
+        if s == 0:                                      # row 0 adds the parts, in order
+            for b in range(B):
+                i = first + b * TILE
+                if i < n:
+                    gx, gy, gz = ax[b], ay[b], az[b]
+                    for r in range(1, S):
+                        q = uint64((r * B + b) * TILE + t)
+                        gx += rx[q]
+                        gy += ry[q]
+                        gz += rz[q]
+                    acc[0, i], acc[1, i], acc[2, i] = gx, gy, gz
+    return accel_split
+# --8<-- [end:split]
+
+
 _KERNELS: dict = {}
 
 
@@ -114,15 +183,17 @@ def accel_kernel(variant: str):
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel {variant!r}; choose one of {', '.join(VARIANTS)}")
     if variant not in _KERNELS:
-        _KERNELS[variant] = make_accel_kernel(*VARIANTS[variant])
+        bpt, fast, hw, split, unroll = VARIANTS[variant]
+        _KERNELS[variant] = (make_accel_kernel(bpt, fast, hw) if split == 1
+                             else make_split_kernel(bpt, split, fast, unroll))
     return _KERNELS[variant]
 
 
 def launch_accel(variant, pos, acc, eps2) -> None:
-    bpt = VARIANTS[variant][0]
+    bpt, split = VARIANTS[variant][0], VARIANTS[variant][3]
     n = pos.shape[1]
     blocks = max(1, (n + TILE * bpt - 1) // (TILE * bpt))
-    accel_kernel(variant)[blocks, TILE](pos, acc, f32(eps2))
+    accel_kernel(variant)[blocks, (TILE, split)](pos, acc, f32(eps2))
 
 
 @cuda.jit
