@@ -136,3 +136,47 @@ def test_without_the_exchange_the_overlapped_wrapper_steps_on_local_gradients():
     opt.step()                             # no process group: nothing exchanged, nothing divided
     assert torch.equal(params[0].grad, grad) and grad.abs().sum() > 0
     assert isinstance(opt, AveragedGradients)
+
+
+# ------------------------------------------------------------- means and intervals over seeds
+
+def test_t_quantiles_match_the_printed_table():
+    from gpukit.cats_vs_dogs.intervals import t_probability, t_quantile
+    # two-sided 95 % points of Student's t (any statistics table)
+    for df, t in ((1, 12.706), (2, 4.303), (4, 2.776), (9, 2.262), (30, 2.042)):
+        assert abs(t_quantile(0.975, df) - t) < 1e-3, df
+    assert abs(t_quantile(0.975, 1e6) - 1.960) < 1e-3          # the normal's limit
+    assert abs(t_quantile(0.95, 4) - 2.132) < 1e-3
+    assert t_probability(0.0, 3) == 0.5
+    assert abs(t_probability(-2.776, 4) - 0.025) < 1e-4
+    with pytest.raises(ValueError):
+        t_quantile(0.3, 4)
+
+
+def test_mean_interval_of_made_up_accuracies():
+    from gpukit.cats_vs_dogs.intervals import mean_interval
+    m = mean_interval([0.90, 0.91, 0.92, 0.93, 0.94])
+    # sd 0.0158, half width 2.776 * 0.0158 / sqrt(5) = 0.0196
+    assert m["n"] == 5 and abs(m["mean"] - 0.92) < 1e-12
+    assert abs(m["lo"] - (0.92 - 0.019632)) < 1e-5 and abs(m["hi"] - (0.92 + 0.019632)) < 1e-5
+    one = mean_interval([0.9])
+    assert one["lo"] is None and one["hi"] is None and one["mean"] == 0.9
+    flat = mean_interval([0.8, 0.8, 0.8])
+    assert flat["lo"] == pytest.approx(0.8, abs=1e-12) == flat["hi"]
+
+
+def test_welch_difference_and_the_same_accuracy_verdict():
+    from gpukit.cats_vs_dogs.intervals import difference_interval, same_accuracy
+    d = difference_interval([1, 2, 3], [4, 6, 8])
+    # variances of the means 1/3 and 4/3; Welch df = (5/3)^2 / ((1/9)/2 + (16/9)/2) = 50/17
+    assert d["diff"] == 3 and abs(d["df"] - 50 / 17) < 1e-9
+    assert d["lo"] < 0 < 3 < d["hi"]          # two seeds-worth of spread: 0 is inside
+    tight = difference_interval([0.90, 0.901, 0.899], [0.95, 0.951, 0.949])
+    assert tight["lo"] > 0.045 and tight["hi"] < 0.055
+    assert difference_interval([0.9], [0.8, 0.85])["lo"] is None
+    ones = [0.92, 0.93, 0.91, 0.94, 0.92]
+    v = same_accuracy(ones, [0.925, 0.93, 0.92, 0.915, 0.93])
+    assert v["within"] is True and v["diff"]["lo"] < 0 < v["diff"]["hi"]
+    worse = same_accuracy(ones, [0.85, 0.86, 0.84, 0.85, 0.86])
+    assert worse["within"] is False and worse["diff"]["hi"] < 0
+    assert same_accuracy([0.92], [0.9, 0.91])["within"] is None
