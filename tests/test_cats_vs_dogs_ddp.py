@@ -167,10 +167,12 @@ def test_mean_interval_of_made_up_accuracies():
 
 def test_welch_difference_and_the_same_accuracy_verdict():
     from gpukit.cats_vs_dogs.intervals import difference_interval, same_accuracy
-    d = difference_interval([1, 2, 3], [4, 6, 8])
+    d = difference_interval([1, 2, 3], [2, 4, 6])
     # variances of the means 1/3 and 4/3; Welch df = (5/3)^2 / ((1/9)/2 + (16/9)/2) = 50/17
-    assert d["diff"] == 3 and abs(d["df"] - 50 / 17) < 1e-9
-    assert d["lo"] < 0 < 3 < d["hi"]          # two seeds-worth of spread: 0 is inside
+    assert d["diff"] == 2 and abs(d["df"] - 50 / 17) < 1e-9
+    # half width t(0.975, 50/17) * sqrt(5/3): between t's values at 2 and 3 df
+    assert 4.303 * (5 / 3) ** 0.5 > d["hi"] - 2 > 3.182 * (5 / 3) ** 0.5
+    assert d["lo"] < 0 < d["hi"]
     tight = difference_interval([0.90, 0.901, 0.899], [0.95, 0.951, 0.949])
     assert tight["lo"] > 0.045 and tight["hi"] < 0.055
     assert difference_interval([0.9], [0.8, 0.85])["lo"] is None
