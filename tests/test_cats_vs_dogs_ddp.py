@@ -392,3 +392,32 @@ def test_records_of_an_older_shape_or_with_parts_missing_render_without_numbers(
     empty["gpu"]["steps"], empty["gpu"]["rows"] = [], []
     assert _render("steps", empty) == "The step breakdown is not recorded yet."
     assert {x.value for x in _targets(empty).values()} == {"not recorded"}
+
+
+@pytest.mark.slow
+def test_training_under_torchrun_ends_on_the_same_weights_with_either_exchange(tmp_path):
+    """``gpukit train --exchange``: two gloo processes end with identical weights, and the
+    overlapped exchange ends on the very weights of the one after backward."""
+    import re
+
+    from tests.cats_vs_dogs_helpers import filtered_layout
+    data = filtered_layout(tmp_path / "data", n_train=16, n_val=4)
+    digests = {}
+    for exchange in ("after-backward", "overlapped"):
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", str(data), "--epochs", "2",
+               "--img-size", "32", "--width", "8", "--batch-size", "8", "--device", "cpu",
+               "--out", str(tmp_path / f"{exchange}.pt"), "--quiet", "--exchange", exchange]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"gradients exchanged {exchange}" in proc.stdout
+        digests[exchange] = dict(re.findall(r"rank (\d) weights sha256 ([0-9a-f]{64})", proc.stdout))
+        assert set(digests[exchange]) == {"0", "1"}, proc.stdout
+    assert len({d for per in digests.values() for d in per.values()}) == 1, digests
+
+
+def test_a_bad_exchange_is_one_line_and_status_2():
+    from tests.helpers import assert_one_line_error, run_cli
+    proc = run_cli("train", "cats-vs-dogs", "--data", "x", "--exchange", "sideways")
+    assert "invalid choice: 'sideways'" in assert_one_line_error(proc)

@@ -131,3 +131,16 @@ def test_an_old_data_parallel_record_shows_a_note_and_none_of_its_numbers():
     assert steps.startswith('!!! note "Not yet recorded') and "2026-11-30 00:52 UTC" in steps
     for md in (steps, runs):
         assert "20,879" not in md and "81.2" not in md and "47" not in md
+
+
+def test_the_runs_can_train_with_the_overlapped_exchange(monkeypatch):
+    clock, calls = [0.0], []
+    _fake(monkeypatch, 10.0, clock, calls)
+    g = scaling.record(["chapter"], 1, ("runs",), budget=1000, data="DATA", exchange="overlapped")
+    assert len(calls) == 3                                        # the warm-up, then 1 and 2 GPUs
+    for _, _, args in calls:
+        assert args[-2:] == ["--exchange", "overlapped"]
+    assert g["regimes"]["chapter"]["args"][-2:] == ["--exchange", "overlapped"]
+    assert g["rows"][0]["label"].endswith(", gradients exchanged overlapped")
+    warm = calls[0][2]
+    assert warm[warm.index("--epochs") + 1] == "1"

@@ -108,8 +108,9 @@ DDP = "cats_vs_dogs_ddp"
 def regime_label(args: list[str], note: str = "") -> str:
     """What a regime trained, read from its options: '128 px, width 32, batch 256, 250 epochs'."""
     o = dict(zip(args[::2], args[1::2]))
+    exchange = f", gradients exchanged {o['--exchange']}" if "--exchange" in o else ""
     return (f"{o['--img-size']} px, width {o['--width']}, batch {o['--batch-size']}, "
-            f"{o['--epochs']} epochs" + note)
+            f"{o['--epochs']} epochs{exchange}" + note)
 
 
 def session() -> dict:
@@ -142,14 +143,17 @@ def _say(row: dict, name: str) -> str:
 
 
 def record(regimes: list[str], seeds: int, parts=PARTS, *, budget: float = 900.0,
-           data: str | None = None, gpus: int | None = None, warmup: bool = True) -> dict:
+           data: str | None = None, gpus: int | None = None, warmup: bool = True,
+           exchange: str | None = None) -> dict:
     """Measure ``parts`` of ``regimes``: the ``gpu`` block of the record.
 
     ``budget`` (seconds) bounds the whole: a run that would end past it, judged by the last run
     of the same regime and GPU count (or the longest run so far), is recorded as skipped
     instead of started, so the command always finishes and saves what it measured. Before a
     regime's runs, one short untimed training on all GPUs (``warmup``) loads what the first
-    run would otherwise load cold. Each row is also printed as it ends.
+    run would otherwise load cold. ``exchange`` (``overlapped``) is given to every training
+    as ``--exchange``; without it the command's default exchange trains. Each row is also
+    printed as it ends.
     """
     import json
 
@@ -170,7 +174,7 @@ def record(regimes: list[str], seeds: int, parts=PARTS, *, budget: float = 900.0
 
     for name in regimes:
         change, what = REGIMES[name]
-        args = recipe_args(**change)
+        args = recipe_args(**change) + (["--exchange", exchange] if exchange else [])
         o = dict(zip(args[::2], args[1::2]))
         sessions[name] = {}
         if "steps" in parts and fits(last.get("steps", 60.0)):
@@ -186,7 +190,8 @@ def record(regimes: list[str], seeds: int, parts=PARTS, *, budget: float = 900.0
         sessions[name]["runs"] = session()
         if warmup and fits(last.get("warmup", 30.0)):
             w0 = time.perf_counter()
-            train_once(data, gpus, 0, recipe_args(**{**change, "epochs": 1, "eval_every": 1}))
+            train_once(data, gpus, 0, recipe_args(**{**change, "epochs": 1, "eval_every": 1})
+                       + args[len(recipe_args()):])
             last["warmup"] = sessions[name]["runs"]["warmup_s"] = time.perf_counter() - w0
         for order, (nproc, seed) in enumerate(alternating(seeds, gpus)):
             runs = [v for k, v in last.items() if isinstance(k, tuple)]
@@ -204,8 +209,9 @@ def record(regimes: list[str], seeds: int, parts=PARTS, *, budget: float = 900.0
             print("gpukit-ddp-row " + json.dumps(row), flush=True)
     return {"shape": SHAPE, "n": seeds, "seeds": seeds, "gpus": gpus, "budget_s": budget,
             "steps": steps,
-            "regimes": {k: {"what": REGIMES[k][1], "args": recipe_args(**REGIMES[k][0]),
-                            "sessions": sessions[k]} for k in regimes},
+            "regimes": {k: {"what": REGIMES[k][1], "sessions": sessions[k],
+                            "args": recipe_args(**REGIMES[k][0])
+                            + (["--exchange", exchange] if exchange else [])} for k in regimes},
             "rows": [{**r, "name": f"{r['regime']}, {r['gpus']} GPU(s), seed {r['seed']}",
                       "median_s": r.get("launcher_s") or 0.0} for r in rows]}
 
@@ -267,6 +273,8 @@ def main(argv=None) -> int:
     p.add_argument("--budget-s", type=float, default=560.0,
                    help="start no run that would end after this many seconds (default %(default)s)")
     p.add_argument("--no-warmup", action="store_true", help="no untimed run before a regime's runs")
+    p.add_argument("--exchange", choices=["after-backward", "overlapped"], default=None,
+                   help="the gradient exchange the runs train with (default: the command's)")
     p.add_argument("--save", action="store_true",
                    help="merge into results/<machine>/cats_vs_dogs_ddp.json (other parts kept)")
     try:
@@ -285,7 +293,7 @@ def main(argv=None) -> int:
         return 2
     parts = PARTS if args.part == "both" else (args.part,)
     g = record(args.regimes, args.seeds, parts, budget=args.budget_s, data=str(data) if data else None,
-               warmup=not args.no_warmup)
+               warmup=not args.no_warmup, exchange=args.exchange)
     if args.save:
         from .. import device, results
         stored = results.load(DDP).get(device.gpu_slug(), {}).get("gpu")
