@@ -323,8 +323,9 @@ def _targets(data):
 def test_steps_view_gives_medians_spreads_the_three_exchanges_and_the_profile():
     md = _render("steps", _record())
     # wide: 30.5 ms on one GPU over 16.2 ms after backward, 15.8 overlapped, 16.6 DDP
-    assert "1.88x (1.83-1.94x) after backward" in md and "1.93x (1.88-1.99x) overlapped" in md
-    assert "1.84x (1.79-1.88x) DDP (`default`)" in md
+    assert "**1.88x (1.83-1.94x)** with the exchange after backward" in md
+    assert "**1.93x (1.88-1.99x)** overlapped (`gpukit: overlapped, 25 MB buckets`)" in md
+    assert "**1.84x (1.79-1.88x)** with DDP (`default`)" in md
     assert "| 1 GPU, global batch 256 | 30.50 ms | 30.00 ms to 31.00 ms | 15.00 ms | 8,393 |" in md
     # chapter: overhead 3.65 - 3.6 ms, spread 3.6 - 3.7 to 3.8 - 3.5: holds 0
     assert ("per-step overhead, the step without the all-reduce minus the compute: 50.0 µs "

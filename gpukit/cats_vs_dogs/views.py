@@ -524,7 +524,9 @@ def _ddp_steps(slug: str, data: dict) -> str:
         rows.append(line(f"all-reduce of the gradients alone ({many['all_reduce_bytes'] / 1e6:.1f} MB, "
                          f"{one['params'] / 1e6:.2f} M fp32 parameters)", many["all_reduce"], False))
         ex = _exchanges(many)
-        ratios = "; ".join(f"{_fmt_ratio(_ratio(whole, w['step']))} {kind} (`{w['wrapping']}`)"
+        how = {"after backward": "with the exchange after backward", "overlapped": "overlapped",
+               "DDP": "with DDP"}
+        ratios = "; ".join(f"**{_fmt_ratio(_ratio(whole, w['step']))}** {how[kind]} (`{w['wrapping']}`)"
                            for kind, w in ex.items())
         parts = []
         cmd = ex.get("after backward")
@@ -549,11 +551,11 @@ def _ddp_steps(slug: str, data: dict) -> str:
         block = (table(["one training step", "median", "lowest to highest", "host", "images/s"], rows,
                        align="lrrrr")
                  + "\n\n" + "\n".join(parts) + "\n\n" + _profile_line(one, b, n)
-                 + ("\n\n" + table(["one step, profiled", "wall", "GPU busy", "busy", "kernel time",
+                 + ("\n\n" + table(["one step, profiled", "wall", "GPU busy", "busy / wall", "kernel time",
                                     "kernels", "gaps", "largest gap"], prof_rows, align="lrrrrrrr")
                     if prof_rows else ""))
-        out.append(f"**`{st['regime']}`**: {st['what']}. {n} GPUs give {ratios} the images/s of "
-                   f"one (median, and the range the samples allow).{wrap}\n\n"
+        out.append(f"**`{st['regime']}`**: {st['what']}. The images/s of {n} GPUs over one GPU's "
+                   f"(the medians' ratio, and the range the samples allow): {ratios}.{wrap}\n\n"
                    + pages.collapsed(f"The step of `{st['regime']}`, split into its parts", block))
     return "\n\n".join(out)
 
