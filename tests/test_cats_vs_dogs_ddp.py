@@ -422,3 +422,11 @@ def test_a_bad_exchange_is_one_line_and_status_2():
     from tests.helpers import assert_one_line_error, run_cli
     proc = run_cli("train", "cats-vs-dogs", "--data", "x", "--exchange", "sideways")
     assert "invalid choice: 'sideways'" in assert_one_line_error(proc)
+
+
+def test_a_failed_profile_is_said_and_the_timings_stay():
+    record = _record()
+    record["gpu"]["steps"][0]["one"]["profile"] = {"error": "RuntimeError: CUPTI busy"}
+    md = _render("steps", record)
+    assert "The profiler failed (RuntimeError: CUPTI busy); no profile was recorded." in md
+    assert "| 1 GPU, global batch 256 | 6.00 ms |" in md

@@ -477,6 +477,8 @@ def _profile_rows(one: dict, b: int, n: int) -> list[list]:
 def _profile_line(one: dict, b: int, n: int) -> str:
     prof = one.get("profile") or {}
     half, whole = prof.get("half"), prof.get("whole")
+    if prof.get("error"):
+        return f"The profiler failed ({prof['error']}); no profile was recorded."
     if not (half and whole):
         return "No profile was recorded (it needs a GPU)."
     host = one["one_gpu_half_batch_step"].get("host_s")
