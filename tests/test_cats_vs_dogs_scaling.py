@@ -111,6 +111,7 @@ def test_a_saved_part_replaces_only_its_own_part_of_its_own_regimes():
     (["--seeds", "0"], "expected a number > 0"),
     (["--regimes", "huge"], "invalid choice"),
     (["--part", "steps", "--budget-s", "-1"], "--budget-s must be > 0"),
+    (["--budget-s", "nan"], "expected a finite number"),
     (["--part", "steps"], "needs at least 2 GPUs"),
 ])
 def test_the_record_command_rejects_bad_input_in_one_line(argv, message, capsys, monkeypatch):
@@ -118,6 +119,7 @@ def test_the_record_command_rejects_bad_input_in_one_line(argv, message, capsys,
     assert scaling.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and message in err and "Traceback" not in err
+    assert err.startswith("python -m gpukit.cats_vs_dogs.scaling: error: ")
 
 
 def test_an_old_data_parallel_record_shows_a_note_and_none_of_its_numbers():

@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     [--budget-s S] [--save]``: one command per part and regime keeps each under ten minutes."""
     import argparse
 
-    from ..cli import UserError, positive_int
+    from ..cli import UserError, finite_float, positive_int
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
@@ -270,7 +270,7 @@ def main(argv=None) -> int:
     p.add_argument("--regimes", nargs="+", choices=list(REGIMES), default=list(REGIMES))
     p.add_argument("--seeds", type=positive_int, default=SEEDS,
                    help="seeds per regime and GPU count, 1 and N GPUs alternating (default %(default)s)")
-    p.add_argument("--budget-s", type=float, default=560.0,
+    p.add_argument("--budget-s", type=finite_float, default=560.0,
                    help="start no run that would end after this many seconds (default %(default)s)")
     p.add_argument("--no-warmup", action="store_true", help="no untimed run before a regime's runs")
     p.add_argument("--exchange", choices=["after-backward", "overlapped"], default=None,
@@ -289,7 +289,7 @@ def main(argv=None) -> int:
         if torch.cuda.device_count() < 2:
             raise UserError(f"needs at least 2 GPUs; this machine has {torch.cuda.device_count()}")
     except UserError as exc:
-        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     parts = PARTS if args.part == "both" else (args.part,)
     g = record(args.regimes, args.seeds, parts, budget=args.budget_s, data=str(data) if data else None,
