@@ -303,7 +303,9 @@ def _record(chapter_half=(3.5, 3.6, 3.7), ranks_agree=True):
                  "error": ["NCCL timeout"]})
     return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-12-01T18:45:00+00:00"},
             "gpu": {"shape": SHAPE, "n": 5, "seeds": 5, "gpus": 2, "steps": steps, "rows": rows,
-                    "regimes": {k: {"what": k, "args": [], "sessions": {}} for k in runs}}}
+                    "regimes": {k: {"what": k, "args": [], "sessions": {"runs": {
+                        "date": "2026-12-01T18:05:09+00:00", "code": {"commit": "abcdef123456"},
+                        "boot": "b"}} if k == "chapter" else {}} for k in runs}}}
 
 
 def _render(view, data):
@@ -353,6 +355,7 @@ def test_runs_view_compares_launcher_times_and_mean_accuracies_with_intervals():
     assert "(1.50x on the time the workers measure" not in chapter      # 24 / 14 s: 1.71x
     assert "1.71x on the time the workers measure" in chapter
     assert "the 2-GPU mean is within the 1-GPU interval" in chapter
+    assert chapter.endswith("All from one command: 2026-12-01 18:05 UTC, commit abcdef1.")
     wide = next(line for line in md.splitlines() if line.startswith("- `wide`"))
     assert "**1.19x**" in wide and "is outside the 1-GPU interval" in wide
     assert "difference of the means -4.0 points (" in wide

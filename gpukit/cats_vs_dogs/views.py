@@ -589,6 +589,16 @@ def _ddp_regimes(g: dict) -> list[dict]:
     return out
 
 
+def _session(g: dict, regime: str) -> str:
+    """' All from one command: DATE UTC, commit C.' for a regime's runs, when recorded."""
+    st = g.get("regimes", {}).get(regime, {}).get("sessions", {}).get("runs")
+    if not st:
+        return ""
+    commit = (st.get("code") or {}).get("commit")
+    return (f" All from one command: {st['date'][:16].replace('T', ' ')} UTC"
+            + (f", commit {commit[:7]}" if commit else "") + ".")
+
+
 def _interval(m: dict, fmt) -> str:
     if m["lo"] is None:
         return f"{fmt(m['mean'])} (one value, no interval)"
@@ -641,7 +651,7 @@ def _ddp_runs(slug: str, data: dict) -> str:
             f"1 GPU and {_interval(f['tn'], fmt_time)} on {n} (means, 95 % intervals): **{f['ratio']:.2f}x** "
             f"({f['workers_ratio']:.2f}x on the time the workers measure from their own start). Test "
             f"accuracy {_interval(a['one'], _pct)} on 1 GPU and {_interval(a['many'], _pct)} on {n}: the "
-            f"{n}-GPU mean is {verdict} the 1-GPU interval; {diff}.")
+            f"{n}-GPU mean is {verdict} the 1-GPU interval; {diff}.{_session(g, f['regime'])}")
     return ("`torchrun --standalone --nproc_per_node=N -m gpukit.cli train cats-vs-dogs` with every "
             "recipe setting on the command line, in a fresh process per run, one and two GPUs "
             "alternating seed by seed in one command per regime, after one untimed short run. The "
