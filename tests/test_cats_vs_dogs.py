@@ -336,91 +336,12 @@ def test_without_a_same_run_measurement_the_ten_times_target_is_not_judged():
     assert tut.met is None and tut.value == "not recorded"
 
 
-def _ddp_record(wide_step_s=0.030, ranks_agree=True):
-    """A scaling record shaped like ``scaling.run``'s: two regimes, their step breakdowns, and
-    end-to-end runs on 1 and 2 GPUs (the wide regime's 2-GPU step set by ``wide_step_s``)."""
-    from gpukit.cats_vs_dogs.scaling import recipe_args
-    regimes = {"chapter": {"what": "the chapter's recipe", "args": recipe_args()},
-               "wide": {"what": "160 px, width 96, batch 512, 200 epochs",
-                        "args": recipe_args(img_size=160, width=96, batch_size=512, epochs=200)}}
-
-    def steps(regime, one_s, half_s, ddp_s, no_sync_s, batch):
-        return {"regime": regime, "what": regimes[regime]["what"],
-                "one": {"one_gpu_step_s": one_s, "one_gpu_half_batch_step_s": half_s, "params": 2_000_000,
-                        "batch": batch},
-                "many": {"ddp": [{"wrapping": "default", "options": {}, "step_s": ddp_s, "no_sync_step_s": no_sync_s},
-                                 {"wrapping": "bucket view + static graph",
-                                  "options": {"gradient_as_bucket_view": True, "static_graph": True},
-                                  "step_s": ddp_s * 0.98}],
-                         "all_reduce_s": 0.0004, "all_reduce_bytes": 8_000_000}}
-
-    def row(regime, gpus, seed, acc, t):
-        return {"regime": regime, "label": regime + " label", "gpus": gpus, "seed": seed, "test_acc": acc,
-                "test_ci": [acc - 0.02, acc + 0.02], "selection_acc": acc, "val_acc": acc, "time_to_model_s": t,
-                "phases": {"import torch": 3.0, "training steps": t - 6.0}, "process_s": t + 1, "images_per_s": 30000.0, "epoch_s": 0.05,
-                "digests": {"0": "a", "1": "a" if ranks_agree else "b"} if gpus > 1 else {},
-                "ranks_agree": ranks_agree if gpus > 1 else False, "args": regimes[regime]["args"]}
-    rows = [row("chapter", 1, 0, 0.94, 18.0), row("chapter", 2, 0, 0.93, 20.0),
-            row("wide", 1, 0, 0.80, 60.0), row("wide", 1, 1, 0.84, 62.0),
-            row("wide", 2, 0, 0.82, 36.0), row("wide", 2, 1, 0.83, 37.0),
-            {"regime": "wide", "label": "wide label", "gpus": 2, "seed": 2, "error": ["NCCL timeout"]},
-            {"regime": "wide", "label": "wide label", "gpus": 2, "seed": 3, "skipped": "time budget (900 s)"}]
-    return {"machine": {"gpu": {"name": "NVIDIA Test GPU"}, "date": "2026-11-30T18:45:00+00:00"},
-            "gpu": {"n": 2, "gpus": 2, "regimes": regimes, "rows": rows,
-                    "steps": [steps("chapter", 0.0056, 0.0035, 0.0062, 0.0040, 256),
-                              steps("wide", 0.056, 0.029, wide_step_s, 0.0295, 512)]}}
-
-
 def _render(name, view, data):
     import importlib
 
     from gpukit import pages
     importlib.import_module("gpukit.cats_vs_dogs.views")            # registers the renderers
     return pages.RENDERERS[(name, view)]("test", data)
-
-
-def test_ddp_step_breakdown_splits_the_step_and_judges_the_wide_regime():
-    md = _render("cats_vs_dogs_ddp", "steps", _ddp_record())
-    # wide: 0.056 s for 512 on one GPU, 0.030 s on two: 1.87x, met
-    assert "1.87x** the images/s of one" in md and "**met**" not in md
-    assert "DDP bookkeeping: DDP step under `no_sync()` - compute | 500.0 µs" in md        # 29.5 - 29.0 ms
-    assert "exposed gradient exchange: step - DDP step under `no_sync()` | 500.0 µs" in md   # 30.0 - 29.5 ms
-    assert "| 1 GPU, global batch 512 | 56.00 ms | 9,143 |" in md
-    assert "`gradient_as_bucket_view=True`" in md and "8.0 MB" in md
-    t = _targets("cats_vs_dogs_ddp", _ddp_record())
-    assert t["steady images/s of 2 GPUs over one"].met is True
-    assert t["steady images/s of 2 GPUs over one"].value == "1.87x"
-    slow = _targets("cats_vs_dogs_ddp", _ddp_record(wide_step_s=0.032))
-    assert slow["steady images/s of 2 GPUs over one"].met is False
-    assert slow["steady images/s of 2 GPUs over one"].value == "1.75x"
-    record = _ddp_record()
-    record["gpu"]["steps"] = record["gpu"]["steps"][:1]                   # the wide regime not measured
-    none = _targets("cats_vs_dogs_ddp", record)
-    assert none["steady images/s of 2 GPUs over one"].met is None
-
-
-def test_ddp_runs_judge_time_accuracy_and_identical_weights():
-    md = _render("cats_vs_dogs_ddp", "runs", _ddp_record())
-    assert "3 of 3 multi-GPU runs ended with identical weights" in md and "**met**" not in md
-    wide = next(line for line in md.splitlines() if line.startswith("- `wide`"))
-    assert "**1.67x**" in wide                                              # 61 s / 36.5 s
-    assert "within the spread of its 2 one-GPU seeds (80.0 % to 84.0 %)" in wide
-    assert "would shrink by at most 1.82x" in wide      # 61 s, 55 s of it steps: 61 / (6 + 27.5)
-    assert "failed: NCCL timeout" in md and "skipped: time budget (900 s)" in md
-    t = {k: v for k, v in _targets("cats_vs_dogs_ddp", _ddp_record()).items()}
-    assert t["identical weights on every process"].met is True
-    from gpukit import pages
-    from gpukit.cats_vs_dogs import views  # noqa: F401
-    by_regime = {x.name: x for x in pages.TARGETS["cats_vs_dogs_ddp"](_ddp_record())}
-    wide_t = next(v for k, v in by_regime.items() if "`wide`: time" in k)
-    assert wide_t.met is True and wide_t.value.startswith("1.67x")
-    # chapter: one seed per GPU count and no seed spread to compare the accuracy with
-    chapter_t = next(v for k, v in by_regime.items() if "`chapter`: time" in k)
-    assert chapter_t.met is None and "not comparable" in chapter_t.value
-    split = _render("cats_vs_dogs_ddp", "runs", _ddp_record(ranks_agree=False))
-    assert "0 of 3 multi-GPU runs" in split and "**NO**" in split
-    bad = _targets("cats_vs_dogs_ddp", _ddp_record(ranks_agree=False))
-    assert bad["identical weights on every process"].met is False
 
 
 def _sweep_record(chosen_test=0.9346):
@@ -525,25 +446,6 @@ def test_nesterov_sgd_makes_the_same_steps_as_torch_optim_sgd():
     assert loop.Schedule(fresh, factor).last_epoch == 0
     with pytest.raises(ValueError):
         loop.NesterovSGD(groups(a)[:1], lr=0.1, momentum=0.9).load_state_dict(ref.state_dict())
-
-
-def test_ddp_steps_use_the_commands_own_exchange_and_report_ddps_first_wrap():
-    from gpukit.cats_vs_dogs.ddp_steps import COMMAND
-    record = _ddp_record()
-    for st in record["gpu"]["steps"]:
-        many = st["many"]
-        default = many["ddp"][0]
-        mine = {"wrapping": COMMAND, "options": {}, "step_s": default["step_s"] * 0.9,
-                "no_sync_step_s": default["no_sync_step_s"] * 0.9}
-        many.update(ddp=[mine, *many["ddp"]], command_wrapping=COMMAND, ddp_first_wrap_s=4.2,
-                    ddp_first_wrap_modules=899, ddp_imports_compiler=True)
-    md = _render("cats_vs_dogs_ddp", "steps", record)
-    # wide: 56 ms on one GPU over 27 ms with the command's exchange
-    assert f"**2 GPUs, `{COMMAND}`**" in md and "**2.07x** the images/s" in md
-    assert "exposed gradient exchange: step - the step without the all-reduce | 450.0 µs" in md  # 27.0 - 26.55
-    assert "per-step overhead: the step without the all-reduce - compute" in md
-    assert "2 GPUs, DDP `default` (no options) | 30.00 ms" in md   # DDP's rows stay, for comparison
-    assert "took 4.20 s and imported 899 modules, torch's compiler (`torch._dynamo`) among them" in md
 
 
 _AVERAGING_SCRIPT = """

@@ -54,6 +54,9 @@ def register(sub) -> None:
     p.add_argument("--cudnn-benchmark", action="store_true",
                    help="let cuDNN time its algorithms at the first step instead of choosing by rule")
     p.add_argument("--report", default=None, help="also write the final report as JSON to this file")
+    p.add_argument("--exchange", choices=["after-backward", "overlapped"], default="after-backward",
+                   help="under torchrun: average the gradients by one all-reduce after backward "
+                        "(default) or in buckets overlapped with backward")
     p.set_defaults(func=_train)
 
     q = sub.add_parser("predict", help="cat or dog? for photos, with a trained checkpoint",
@@ -147,7 +150,7 @@ def _train(args) -> int:
                       seed=args.seed, limit=args.limit or 0, out=args.out, resume=args.resume,
                       tta=not args.no_tta, progress=not args.quiet, data_mode=args.data_mode,
                       ema=args.ema, eval_every=args.eval_every, cudnn_benchmark=args.cudnn_benchmark,
-                      crop_scale=args.crop_scale)
+                      crop_scale=args.crop_scale, exchange=args.exchange)
     stores = prepared
     try:
         if args.data.startswith("oxford-pets:"):

@@ -63,6 +63,7 @@ class TrainConfig:
     eval_every: int = 10         # evaluate (and checkpoint, and print a line) every N epochs and at the end
     cudnn_benchmark: bool = False  # let cuDNN time its algorithms at the first step (see the chapter)
     chunk_images: int = 1024     # photos augmented per call, one chunk ahead on a side stream
+    exchange: str = "after-backward"  # data parallel: one all-reduce after backward, or "overlapped"
     progress: bool = True
 
     def resolved(self) -> "TrainConfig":

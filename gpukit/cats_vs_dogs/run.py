@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import data as D
-from .allreduce import AveragedGradients, broadcast_flat, same_start
+from .allreduce import AveragedGradients, OverlappedGradients, broadcast_flat, same_start
 from .checkpoint import CheckpointWriter, check_resumable, load_checkpoint, restore, snapshot
 from .loop import (EMA, NesterovSGD, Schedule, TrainConfig, Training, autocast, evaluate, lr_factor,
                    memory_batches, pick_device, prefetched, resolve_precision, split_batches,
@@ -208,7 +208,8 @@ class Run:
             # the gradients averaged by one all-reduce per step, not by DistributedDataParallel,
             # whose first construction costs seconds in each process (see the chapter)
             same_start(model)
-            t.opt = AveragedGradients(t.opt, model.parameters(), dist.world)
+            exchange = OverlappedGradients if cfg.exchange == "overlapped" else AveragedGradients
+            t.opt = exchange(t.opt, model.parameters(), dist.world)
         if cfg.compile:
             t.net = torch.compile(t.net)
         self.gen = torch.Generator(device=dev)
@@ -217,7 +218,8 @@ class Run:
         say(f"model: CatDogNet width {cfg.width}, {count_params(model) / 1e6:.2f} M parameters"
             if not cfg.pretrained else "model: ResNet-18, ImageNet weights")
         say(f"training {cfg.epochs} epochs x {steps} steps of {per_rank} x {dist.world} process(es), "
-            f"{self.precision}, lr {lr:.3g}, on {dev}")
+            f"{self.precision}, lr {lr:.3g}, on {dev}"
+            + (f", gradients exchanged {cfg.exchange}" if dist.world > 1 else ""))
         self.training = t
         return t
 

@@ -2,11 +2,18 @@
 
 For each regime (the chapter's recipe, and the same recipe with a wider network whose step
 is over ten milliseconds), :mod:`.ddp_steps` first splits one step's time into compute, gradient
-exchange and fixed cost; then each training is ``torchrun --standalone --nproc_per_node=N -m
-gpukit.cli train cats-vs-dogs`` in a subprocess, with every recipe setting given as an option
-(recorded with the row). Its ``--report`` gives the accuracy and the time to a model, and what
-it prints gives each process's weight digest. NVLink multicast stays off (NCCL_NVLS_ENABLE=0
-and friends), as shared multi-GPU hosts require.
+exchange and fixed cost (part ``steps``); then each training is ``torchrun --standalone
+--nproc_per_node=N -m gpukit.cli train cats-vs-dogs`` in a subprocess, with every recipe setting
+given as an option (recorded with the row), 1 and N GPUs alternating over the seeds (part
+``runs``). Each run is timed on the host from the launcher's start to its exit (``launcher_s``),
+the time every end-to-end ratio uses; its ``--report`` gives the accuracy and the time the
+workers measured themselves (``time_to_model_s``), and what it prints gives each process's
+weight digest. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and friends), as shared
+multi-GPU hosts require.
+
+``python -m gpukit.cats_vs_dogs.scaling --part runs --regimes chapter --save`` records one part
+of some regimes and keeps, from the stored record, the other parts and regimes; each part of
+each regime carries the date, commit and boot of the machine session that measured it.
 """
 
 from __future__ import annotations
@@ -49,10 +56,11 @@ def train_once(data: str, nproc: int, seed: int, extra: list[str], timeout: int 
                "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", data, "--seed", str(seed),
                "--out", os.path.join(tmp, "ckpt.pt"), "--report", report, "--quiet", *extra]
         env = {**os.environ, **MULTICAST_OFF, "OMP_NUM_THREADS": "4"}
+        started = time.time()
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-        row = {"gpus": nproc, "seed": seed, "args": extra, "process_s": time.perf_counter() - t0,
-               "returncode": proc.returncode}
+        row = {"gpus": nproc, "seed": seed, "args": extra, "launcher_s": time.perf_counter() - t0,
+               "started": started, "returncode": proc.returncode}
         if proc.returncode != 0 or not os.path.exists(report):
             row["error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             return row
@@ -87,76 +95,211 @@ REGIMES = {
                  "the wide network with a global batch of 512: on two GPUs each gets the 256 photos "
                  "that one GPU gets in the `wide` regime"),
 }
-#: seeds trained per regime and GPU count (``n`` replaces them): the chapter's regime has its
-#: seed spread on one GPU in the training benchmark; the wide ones need their own
-SEEDS = {"chapter": 1, "wide": 2, "wide-512": 2}
+#: seeds trained per regime and GPU count (``--seeds`` or ``gpukit bench --n`` replaces it)
+SEEDS = 5
+#: the parts of the record: the step breakdown, and the whole runs
+PARTS = ("steps", "runs")
+#: marks a record of this shape (launcher time, 1 and N GPUs alternating, parts with sessions)
+SHAPE = "alternating"
+#: the results file of the data-parallel record
+DDP = "cats_vs_dogs_ddp"
 
 
 def regime_label(args: list[str], note: str = "") -> str:
     """What a regime trained, read from its options: '128 px, width 32, batch 256, 250 epochs'."""
     o = dict(zip(args[::2], args[1::2]))
+    exchange = f", gradients exchanged {o['--exchange']}" if "--exchange" in o else ""
     return (f"{o['--img-size']} px, width {o['--width']}, batch {o['--batch-size']}, "
-            f"{o['--epochs']} epochs" + note)
+            f"{o['--epochs']} epochs{exchange}" + note)
 
 
-def run(n: int | None, repeat: int) -> dict:
-    """Each regime of :data:`REGIMES`: the step's time split into compute, gradient exchange and
-    fixed cost (:mod:`.ddp_steps`), then the whole training on 1 GPU and on all visible GPUs,
-    ``n`` seeds each (default :data:`SEEDS`).
+def session() -> dict:
+    """What identifies the machine session that measures: the date, the code's commit and the
+    boot of the machine (two parts measured between the same boots share one)."""
+    import datetime
 
-    ``GPUKIT_BENCH_BUDGET_S`` (default 900) bounds the whole: a run that would end past it,
-    judged by the last run of the same regime (or, for a regime's first run, by the longest
-    run so far), is recorded as skipped instead of started, so the
-    benchmark always finishes and saves what it measured. Each row is also printed as it ends.
+    from .. import results
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            boot = fh.read().strip()
+    except OSError:
+        boot = None
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "code": results.code_record(), "boot": boot}
+
+
+def alternating(seeds: int, gpus: int) -> list[tuple[int, int]]:
+    """The order of one regime's runs: (GPU count, seed), 1 and ``gpus`` alternating seed by
+    seed, so that a drift over the session (a warmer disk cache, a busier host) meets both."""
+    return [(nproc, seed) for seed in range(seeds) for nproc in (1, gpus)]
+
+
+def _say(row: dict, name: str) -> str:
+    if "error" in row:
+        return f"failed: {row['error']}"
+    return (f"test {100 * row['test_acc']:.1f} %, {row['images_per_s'] or 0:,.0f} img/s, launcher "
+            f"{row['launcher_s']:.1f} s (workers {row['time_to_model_s']:.1f} s), ranks agree "
+            f"{row.get('ranks_agree')}")
+
+
+def record(regimes: list[str], seeds: int, parts=PARTS, *, budget: float = 900.0,
+           data: str | None = None, gpus: int | None = None, warmup: bool = True,
+           exchange: str | None = None) -> dict:
+    """Measure ``parts`` of ``regimes``: the ``gpu`` block of the record.
+
+    ``budget`` (seconds) bounds the whole: a run that would end past it, judged by the last run
+    of the same regime and GPU count (or the longest run so far), is recorded as skipped
+    instead of started, so the command always finishes and saves what it measured. Before a
+    regime's runs, one short untimed training on all GPUs (``warmup``) loads what the first
+    run would otherwise load cold. ``exchange`` (``overlapped``) is given to every training
+    as ``--exchange``; without it the command's default exchange trains. Each row is also
+    printed as it ends.
     """
     import json
 
-    import torch
-
-    from .data import default_data_dir
-    from .ddp_steps import measure_regime
-    gpus = torch.cuda.device_count()
+    if gpus is None:
+        import torch
+        gpus = torch.cuda.device_count()
     if gpus < 2:
         raise RuntimeError(f"the scaling benchmark needs at least 2 GPUs; this machine has {gpus}")
-    budget = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", 900))
+    if data is None:
+        from .data import default_data_dir
+        data = str(default_data_dir())
+    from .ddp_steps import measure_regime
     t0 = time.perf_counter()
-    data = str(default_data_dir())
-    steps, rows, last = [], [], {}
+    steps, rows, last, sessions = [], [], {}, {}
 
     def fits(estimate: float) -> bool:
         return time.perf_counter() - t0 + estimate <= budget
 
-    for name, (change, what) in REGIMES.items():
-        args = recipe_args(**change)
+    for name in regimes:
+        change, what = REGIMES[name]
+        args = recipe_args(**change) + (["--exchange", exchange] if exchange else [])
         o = dict(zip(args[::2], args[1::2]))
-        if fits(last.get("steps", 30.0)):
+        sessions[name] = {}
+        if "steps" in parts and fits(last.get("steps", 60.0)):
             print(f"  {name}: step breakdown ...", flush=True)
             s0 = time.perf_counter()
             st = measure_regime(int(o["--img-size"]), int(o["--width"]), int(o["--batch-size"]), gpus)
             last["steps"] = time.perf_counter() - s0
             steps.append({"regime": name, "what": what, **st})
+            sessions[name]["steps"] = session()
             print("gpukit-ddp-steps " + json.dumps(steps[-1]), flush=True)
-        for nproc in (1, gpus):
-            for seed in range(n or SEEDS[name]):
-                # the last run like it; before any, the longest run so far (a new regime's first)
-                runs = [v for k, v in last.items() if isinstance(k, tuple)]
-                guess = last.get((name, nproc)) or last.get((name, 1)) or max(runs, default=0.0)
-                if not fits(guess):
-                    rows.append({"gpus": nproc, "seed": seed, "args": args, "regime": name,
-                                 "label": regime_label(args), "skipped": f"time budget ({budget:.0f} s)"})
-                    print(f"  {name}: {nproc} GPU(s), seed {seed}: skipped, the time budget is spent")
-                    continue
-                row = train_once(data, nproc, seed, args)
-                last[(name, nproc)] = row["process_s"]
-                row.update(regime=name, label=regime_label(args))
-                rows.append(row)
-                print(f"  {name}: {nproc} GPU(s), seed {seed}: "
-                      + (f"test {100 * row['test_acc']:.1f} %, {row['images_per_s'] or 0:,.0f} img/s, "
-                         f"time to model {row['time_to_model_s']:.1f} s, process {row['process_s']:.1f} s, "
-                         f"ranks agree {row.get('ranks_agree')}"
-                         if "error" not in row else f"failed: {row['error']}"), flush=True)
-                print("gpukit-ddp-row " + json.dumps(row), flush=True)
-    return {"gpu": {"n": n or max(SEEDS.values()), "gpus": gpus, "budget_s": budget, "steps": steps,
-                    "regimes": {k: {"what": w, "args": recipe_args(**c)} for k, (c, w) in REGIMES.items()},
-                    "rows": [{**r, "name": f"{r['regime']}, {r['gpus']} GPU(s), seed {r['seed']}",
-                              "median_s": r.get("time_to_model_s") or 0.0} for r in rows]}}
+        if "runs" not in parts:
+            continue
+        sessions[name]["runs"] = session()
+        if warmup and fits(last.get("warmup", 30.0)):
+            w0 = time.perf_counter()
+            train_once(data, gpus, 0, recipe_args(**{**change, "epochs": 1, "eval_every": 1})
+                       + args[len(recipe_args()):])
+            last["warmup"] = sessions[name]["runs"]["warmup_s"] = time.perf_counter() - w0
+        for order, (nproc, seed) in enumerate(alternating(seeds, gpus)):
+            runs = [v for k, v in last.items() if isinstance(k, tuple)]
+            guess = last.get((name, nproc)) or last.get((name, 1)) or max(runs, default=0.0)
+            base = {"gpus": nproc, "seed": seed, "args": args, "regime": name, "order": order,
+                    "label": regime_label(args)}
+            if not fits(guess):
+                rows.append({**base, "skipped": f"time budget ({budget:.0f} s)"})
+                print(f"  {name}: {nproc} GPU(s), seed {seed}: skipped, the time budget is spent")
+                continue
+            row = {**train_once(data, nproc, seed, args), **base}
+            last[(name, nproc)] = row["launcher_s"]
+            rows.append(row)
+            print(f"  {name}: {nproc} GPU(s), seed {seed}: {_say(row, name)}", flush=True)
+            print("gpukit-ddp-row " + json.dumps(row), flush=True)
+    return {"shape": SHAPE, "n": seeds, "seeds": seeds, "gpus": gpus, "budget_s": budget,
+            "steps": steps,
+            "regimes": {k: {"what": REGIMES[k][1], "sessions": sessions[k],
+                            "args": recipe_args(**REGIMES[k][0])
+                            + (["--exchange", exchange] if exchange else [])} for k in regimes},
+            "rows": [{**r, "name": f"{r['regime']}, {r['gpus']} GPU(s), seed {r['seed']}",
+                      "median_s": r.get("launcher_s") or 0.0} for r in rows]}
+
+
+def merge(stored: dict | None, new: dict) -> dict:
+    """The ``gpu`` block of ``new`` with, from ``stored`` (a record's ``gpu`` block of the same
+    shape), every part of a regime that ``new`` did not measure. A stored block of an older
+    shape is dropped whole: its numbers were not timed from the launcher."""
+    if not stored or stored.get("shape") != SHAPE:
+        return new
+    out = {**new, "regimes": {}}
+    names = list(dict.fromkeys([*stored["regimes"], *new["regimes"]]))
+    fresh = {k: set(v.get("sessions", {})) for k, v in new["regimes"].items()}
+    steps, rows = [], []
+    for name in names:
+        parts = fresh.get(name, set())
+        src = new["regimes"].get(name) or stored["regimes"][name]
+        kept = stored["regimes"].get(name, {}).get("sessions", {})
+        sessions = {**{p: kept[p] for p in kept if p not in parts},
+                    **new["regimes"].get(name, {}).get("sessions", {})}
+        out["regimes"][name] = {**src, "sessions": sessions}
+        for part, into, key in (("steps", steps, "steps"), ("runs", rows, "rows")):
+            take = new if part in parts else stored
+            into += [x for x in take[key] if x["regime"] == name]
+    out["steps"], out["rows"] = steps, rows
+    out["seeds"] = max([r["seed"] + 1 for r in rows if "seed" in r], default=new["seeds"])
+    out["n"] = out["seeds"]
+    return out
+
+
+def run(n: int | None, repeat: int) -> dict:
+    """``gpukit bench cats-vs-dogs-ddp``: both parts of every regime of :data:`REGIMES`, ``n``
+    seeds each (default :data:`SEEDS`), within ``GPUKIT_BENCH_BUDGET_S`` (default 900 s).
+
+    All of it takes longer than one device command may run (600 s); ``python -m
+    gpukit.cats_vs_dogs.scaling`` records it in parts (see :func:`main`)."""
+    budget = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", 900))
+    return {"gpu": record(list(REGIMES), n or SEEDS, budget=budget)}
+
+
+def main(argv=None) -> int:
+    """``python -m gpukit.cats_vs_dogs.scaling [--part steps|runs] [--regimes ...] [--seeds N]
+    [--budget-s S] [--save]``: one command per part and regime keeps each under ten minutes."""
+    import argparse
+
+    from ..cli import UserError, finite_float, positive_int
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            raise UserError(message, prog=self.prog)
+
+    p = Parser(prog="python -m gpukit.cats_vs_dogs.scaling",
+               description="Record the data-parallel scaling of the cats-vs-dogs training.")
+    p.add_argument("--part", choices=[*PARTS, "both"], default="both",
+                   help="the step breakdown, the whole runs, or both (default)")
+    p.add_argument("--regimes", nargs="+", choices=list(REGIMES), default=list(REGIMES))
+    p.add_argument("--seeds", type=positive_int, default=SEEDS,
+                   help="seeds per regime and GPU count, 1 and N GPUs alternating (default %(default)s)")
+    p.add_argument("--budget-s", type=finite_float, default=560.0,
+                   help="start no run that would end after this many seconds (default %(default)s)")
+    p.add_argument("--no-warmup", action="store_true", help="no untimed run before a regime's runs")
+    p.add_argument("--exchange", choices=["after-backward", "overlapped"], default=None,
+                   help="the gradient exchange the runs train with (default: the command's)")
+    p.add_argument("--save", action="store_true",
+                   help="merge into results/<machine>/cats_vs_dogs_ddp.json (other parts kept)")
+    try:
+        args = p.parse_args(argv)
+        if not args.budget_s > 0:
+            raise UserError(f"--budget-s must be > 0, got {args.budget_s}")
+        from .data import default_data_dir
+        data = default_data_dir()
+        if "runs" in (args.part, "both") and (data is None or not data.is_dir()):
+            raise UserError("no photos: set GPUKIT_CATS_DOGS to the cats_and_dogs_filtered_160 folder")
+        import torch
+        if torch.cuda.device_count() < 2:
+            raise UserError(f"needs at least 2 GPUs; this machine has {torch.cuda.device_count()}")
+    except UserError as exc:
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    parts = PARTS if args.part == "both" else (args.part,)
+    g = record(args.regimes, args.seeds, parts, budget=args.budget_s, data=str(data) if data else None,
+               warmup=not args.no_warmup, exchange=args.exchange)
+    if args.save:
+        from .. import device, results
+        stored = results.load(DDP).get(device.gpu_slug(), {}).get("gpu")
+        print(f"saved {results.save(DDP, {'gpu': merge(stored, g)})}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
