@@ -258,6 +258,10 @@ def _with_new_rows(data: dict) -> dict:
     import copy
     new = copy.deepcopy(data)
     p = new["gpu"]
+    # the committed record may hold these rows already: made-up ones replace them
+    p["rows"] = [r for r in p["rows"] if not (r["backend"] == "numba-cuda" and r.get("preallocate")
+                                               and r.get("counter") == "int32")]
+    p["cache"] = [c for c in p["cache"] if c.get("dispatch") != "resolved"]
     cupy32 = next(r for r in p["rows"] if r.get("preallocate") and r["backend"] == "cupy"
                   and r["dtype"] == "float32")
     p["rows"].append({**cupy32, "backend": "numba-cuda", "counter": "int32",
