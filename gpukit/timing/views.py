@@ -189,7 +189,7 @@ def one_run_plot(slug: str, data: dict) -> str:
         ax.set_title(f"{n_el:,} elements", loc="left")
         ax.grid(alpha=0.3, which="both")
     axes[1].set_xlabel("run number")
-    axes[0].legend(loc="lower left", bbox_to_anchor=(0, 1.12), ncols=2, frameon=False,
+    axes[0].legend(loc="lower left", bbox_to_anchor=(0, 1.12), ncols=1, frameon=False,
                    title=_where(data))
     fig.canvas.draw()   # place the legend before the labels are checked
     return pages.svg(fig)
