@@ -289,6 +289,28 @@ def test_profiles_view_renders_when_recorded():
     assert "tensor pipe active" in text
 
 
+def test_profile_steps_compare_consecutive_rungs():
+    from gpukit.tensor_cores import views
+
+    def row(kernel, ms, pipe, conflicts, stall, hot):
+        return {"kernel": kernel, "duration_s": ms / 1e3, "bank_conflicts": conflicts,
+                "tensor_metrics": {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": pipe},
+                "top_stalls": [{"reason": stall, "cycles_per_issue": 2.0}],
+                "sass": {"hot": [{"sass": hot}]}, "achieved_occupancy_pct": 12.5,
+                "registers_per_thread": 200.0}
+    data = pages.Record({"machine": {"gpu": {"name": "Test GPU"}, "date": "2026-12-01"},
+                         "gpu": {"rows": [row("01-wmma", 4.0, 20.0, 100.0, "long_scoreboard", "A"),
+                                          row("02-mma-sync", 2.0, 40.0, 0.0, "wait", "B"),
+                                          row("03-wgmma-tma", 0.5, 80.0, 0.0, "barrier", "X 0x1"),
+                                          row("05-gluon", 1.0, 60.0, 0.0, "barrier", "X 0x0")]}})
+    steps = views.profile_steps("t", data)
+    assert "`01-wmma` → `02-mma-sync`**: 2.0x faster; tensor pipe busy 20 % → 40 %" in steps
+    assert "bank conflicts 100 → 0" in steps and "top stall `wait` → `barrier`" in steps
+    assert "`05-gluon` against `03-wgmma-tma`**: 2.0x faster for the CUDA C kernel" in steps
+    assert "`X 0x0` in `05-gluon`" in steps and "04-triton" not in steps
+    assert "40 % of active cycles, with 12.5 %" in views.open_mma("t", data)
+
+
 def test_profiling_targets_cover_every_rung():
     from gpukit.profiling.targets import TARGETS, TENSOR_CORES
     assert set(TENSOR_CORES) == set(meta.RUNGS) | {"fp8-wgmma-tma"}

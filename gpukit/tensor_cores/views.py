@@ -310,3 +310,71 @@ def render_profiles(slug: str, data: dict) -> str:
     return head + pages.table(["kernel", "duration", "tensor pipe active",
                                "achieved occupancy", "bank conflicts", "top stalls",
                                "hot instruction"], rows, align="lrrrrll")
+
+
+def _prof(data: dict) -> dict:
+    return {r["kernel"]: r for r in data["gpu"]["rows"]}
+
+
+def _pipe(r: dict) -> float | None:
+    return (r.get("tensor_metrics") or {}).get(
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")
+
+
+def _stall(r: dict) -> str:
+    s = (r.get("top_stalls") or [{}])[0]
+    return f"`{s['reason']}`" if s.get("reason") else "-"
+
+
+def _hot(r: dict) -> str | None:
+    hot = ((r.get("sass") or {}).get("hot") or [{}])[0]
+    return hot.get("sass")
+
+
+def _step(a: dict, b: dict) -> str:
+    """What changed in the profile from rung ``a`` to rung ``b``, with the speed-up."""
+    parts = [f"{a['duration_s'] / b['duration_s']:.1f}x faster"]
+    pa, pb = _pipe(a), _pipe(b)
+    if pa is not None and pb is not None:
+        parts.append(f"tensor pipe busy {pa:.0f} % → {pb:.0f} % of active cycles")
+    ca, cb = a.get("bank_conflicts"), b.get("bank_conflicts")
+    if ca is not None and cb is not None and ca != cb:
+        parts.append(f"shared-memory bank conflicts {ca:,.0f} → {cb:,.0f}")
+    if _stall(a) != _stall(b):
+        parts.append(f"top stall {_stall(a)} → {_stall(b)}")
+    return "; ".join(parts)
+
+
+@pages.renderer(SLUG + "_profiles", "steps")
+def profile_steps(slug: str, data: dict) -> str:
+    """Each step of the ladder with what its profile changed (measured facts only)."""
+    p = _prof(data)
+    pairs = [("01-wmma", "02-mma-sync"), ("02-mma-sync", "03-wgmma-tma")]
+    lines = [f"- **`{a}` → `{b}`**: {_step(p[a], p[b])}." for a, b in pairs
+             if a in p and b in p]
+    best = p.get("03-wgmma-tma")
+    for k in ("04-triton", "05-gluon"):
+        if best is None or k not in p:
+            continue
+        text = _step(p[k], best).replace("faster", "faster for the CUDA C kernel", 1)
+        hk, hb = _hot(p[k]), _hot(best)
+        if hk and hb and hk != hb:
+            text += (f"; the hottest instruction is `{hk}` in `{k}` against `{hb}` in "
+                     "`03-wgmma-tma`")
+        lines.append(f"- **`{k}` against `03-wgmma-tma`**: {text}.")
+    if not lines:
+        raise pages.NotRecorded("profiles")
+    return "\n".join(lines)
+
+
+@pages.renderer(SLUG + "_profiles", "open-mma")
+def open_mma(slug: str, data: dict) -> str:
+    """The open question the mma.sync rung's profile leaves (its numbers from the record)."""
+    r = _prof(data).get("02-mma-sync")
+    if r is None or _pipe(r) is None:
+        raise pages.NotRecorded("profiles")
+    return (f"- The `mma.sync` rung keeps the tensor pipe busy {_pipe(r):.0f} % of active "
+            f"cycles, with {r['achieved_occupancy_pct']:.1f} % achieved occupancy "
+            f"({r['registers_per_thread']:.0f} registers per thread) and {_stall(r)} as "
+            "its top stall. Whether more warps per SM, or more independent MMAs between "
+            "dependent ones, would keep the pipe busier was not measured.")
