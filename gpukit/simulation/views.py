@@ -171,7 +171,7 @@ def roof(slug: str, data: dict) -> str:
               + ("" if gpu else f" ({WHERE[r['backend']]})") for r in rows]
     vals = [r["pct_copy"] if r.get("pct_copy") is not None else r["pct_fp32"] for r in rows]
     colours = ["#4c72b0" if r.get("pct_copy") is not None else "#c44e52" for r in rows]
-    fig, ax = pages.figure(height=0.5 * len(rows) + 0.8)
+    fig, ax = pages.figure(height=0.62 * len(rows) + 0.8)
     pages.name_bars(ax, labels, vals, colors=colours, limit=max(125.0, max(vals) * 1.25))
     ax.axvline(100, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("% of the roof")
