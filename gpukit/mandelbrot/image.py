@@ -17,7 +17,5 @@ def colorize(counts: np.ndarray, max_iter: int, cmap: str = "magma") -> np.ndarr
 
 def write_png(rgb, path: str) -> None:
     """Write atomically: a temp file in the same folder, then rename over the target."""
-    from PIL import Image
-
-    from ..files import atomic_write
-    atomic_write(path, lambda fh: Image.fromarray(rgb).save(fh, format="PNG"), binary=True)
+    from ..files import write_png as write
+    write(rgb, path)

@@ -256,10 +256,7 @@ def fp64() -> str:
 @pages.data_renderer("mandelbrot", "gallery")
 def gallery() -> str:
     """Two images made by gpukit.kernels.mandelbrot when the site is built."""
-    import base64
-    import io
-
-    from PIL import Image
+    from ..files import png_data_uri
 
     from . import kernels as mandel
     from .image import colorize
@@ -269,9 +266,7 @@ def gallery() -> str:
     figures = []
     for caption, bounds, iters, cmap in views:
         counts = mandel.mandelbrot(480, 480, max_iter=iters, bounds=bounds, backend="numba-cpu")
-        buf = io.BytesIO()
-        Image.fromarray(colorize(counts, iters, cmap)).save(buf, format="PNG", optimize=True)
-        src = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        src = png_data_uri(colorize(counts, iters, cmap), optimize=True)
         figures.append(f'<figure style="margin:0">'
                        f'<img src="{src}" width="340" height="340" alt="{caption}">'
                        f"<figcaption>{caption}</figcaption></figure>")

@@ -44,16 +44,11 @@ def heat_rgb(u: np.ndarray) -> np.ndarray:
 
 def write_png(rgb: np.ndarray, path) -> None:
     """Write atomically: a temporary file beside ``path``, renamed over it."""
-    from PIL import Image
-
-    from ..files import atomic_write
-    atomic_write(path, lambda fh: Image.fromarray(rgb).save(fh, format="PNG"), binary=True)
+    from ..files import write_png as write
+    write(rgb, path)
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
-    import io
-
-    from PIL import Image
-    buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="PNG", optimize=True)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    """The image inlined in a page (an optimised PNG)."""
+    from ..files import png_data_uri as uri
+    return uri(rgb, optimize=True)
