@@ -52,3 +52,18 @@ def png_data_uri(rgb, *, optimize: bool = False) -> str:
     """An 8-bit image as a ``data:image/png;base64,...`` address, to inline it in a page."""
     import base64
     return "data:image/png;base64," + base64.b64encode(png_bytes(rgb, optimize=optimize)).decode()
+
+
+def jpeg_data_uri(rgb, *, quality: int = 88, width: int | None = None) -> str:
+    """An 8-bit image as a ``data:image/jpeg;base64,...`` address, shrunk to ``width`` pixels
+    across (aspect kept) when it is wider."""
+    import base64
+    import io
+
+    from PIL import Image
+    img = Image.fromarray(rgb)
+    if width and img.width > width:
+        img = img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=quality)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()

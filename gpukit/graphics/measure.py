@@ -10,32 +10,17 @@ segments per second times the number of spheres, 17 FLOPs each (see ``trace.near
 
 from __future__ import annotations
 
-import base64
-import io
 import re
 
 import numpy as np
 
 from gpukit import bench, device, results
 
-from .renderer import images_agree
+from .renderer import images_agree, to_jpeg_uri
 
 #: floating-point operations in one ray-sphere test (trace.nearest, the miss path)
 FLOPS_PER_TEST = 17
 SEED, DEPTH = 1, 8
-
-
-def _image_uri(image: np.ndarray, width: int | None = None) -> str:
-    """A small JPEG of an image in [0, 1] as a data: URI (for the page)."""
-    from PIL import Image
-
-    from .renderer import to_uint8
-    img = Image.fromarray(to_uint8(image))
-    if width and img.width > width:
-        img = img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=88)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 def _row(name, backend, width, height, spp, timing, segments, n_spheres, peak=None) -> dict:
@@ -130,8 +115,8 @@ def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, tim
         rmse = float(np.sqrt(np.mean((img - ref) ** 2)))
         rows.append({"spp": spp, "median_s": t.median_s, "first_call_s": t.first_call_s, "rmse": rmse})
         if spp in (1, 4, 16, 64):
-            strip.append({"spp": spp, "image": _image_uri(img)})
-    strip.append({"spp": ref_spp, "image": _image_uri(ref), "reference": True})
+            strip.append({"spp": spp, "image": to_jpeg_uri(img)})
+    strip.append({"spp": ref_spp, "image": to_jpeg_uri(ref), "reference": True})
     return {"backend": backend, "width": w, "height": h, "ref_spp": ref_spp, "rows": rows, "strip": strip}
 
 
@@ -188,7 +173,7 @@ def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080
     from .renderer import to_png_bytes
     png = f"graphics-{H}p.png"
     out[results.FILES] = {png: to_png_bytes(hero)}      # written beside the JSON by a save only
-    out["hero"] = {"image": _image_uri(hero, 960), "png": png, "width": W, "height": H, "spp": SPP}
+    out["hero"] = {"image": to_jpeg_uri(hero, 960), "png": png, "width": W, "height": H, "spp": SPP}
     return out
 
 
@@ -232,7 +217,7 @@ def measure_all(sizes: dict, repeat: int, *, gpu: bool) -> dict:
             "scene": {"spheres": scene.n, **scene.counts()}, "rows": rows, "cores": cores,
             "cpu_speedup": by["numba-cpu"]["segments_per_s"] / by["numba-cpu-1core"]["segments_per_s"],
             "flops_per_test": FLOPS_PER_TEST, **_leak_cpu(scene),
-            "cpu_image": _image_uri(tonemap_(images["numba-cpu"]))}
+            "cpu_image": to_jpeg_uri(tonemap_(images["numba-cpu"]))}
     part["cpu_efficiency"] = part["cpu_speedup"] / cores
     part["cpu_balance"] = work_balance(images["numba-cpu:segs"], cores)
     part["furnace"] = [furnace("numba-cpu", sizes["furnace"])] + (

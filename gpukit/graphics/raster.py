@@ -159,14 +159,14 @@ def measure(scene, width: int = 1920, height: int = 1080, **kw) -> dict:
     if reason:
         print(f"  raster: not run: {reason}", flush=True)
         return {"status": f"not run: {reason}"}
-    from .measure import _image_uri
+    from .renderer import to_jpeg_uri
     try:
         out = render_raster(scene, width, height, **kw)
     except Exception as exc:  # noqa: BLE001 - a driver that fails mid-way is recorded, not fatal
         first = str(exc).splitlines()[0] if str(exc) else ""
         print(f"  raster: failed: {type(exc).__name__}: {first}", flush=True)
         return {"status": f"not run: failed with {type(exc).__name__}: {first}"}
-    out["image"] = _image_uri(out["image"], 960)
+    out["image"] = to_jpeg_uri(out["image"], 960)
     print(f"  raster: {out['renderer']}, {out['triangles']:,} triangles, {out['median_s'] * 1e3:.2f} ms a frame",
           flush=True)
     return out

@@ -99,6 +99,12 @@ def to_png_bytes(image: np.ndarray) -> bytes:
     return png_bytes(to_uint8(image), optimize=True)
 
 
+def to_jpeg_uri(image: np.ndarray, width: int | None = None) -> str:
+    """A small JPEG of an image in [0, 1] as a data: address (for the page)."""
+    from ..files import jpeg_data_uri
+    return jpeg_data_uri(to_uint8(image), quality=88, width=width)
+
+
 def to_uint8(image: np.ndarray) -> np.ndarray:
     return (np.clip(image, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)
 
