@@ -297,7 +297,7 @@ def _worker(img: int, width: int, batch: int, steps: int, warmup: int,
 def measure_regime(img: int, width: int, batch: int, gpus: int, *, steps: int = 40,
                    warmup: int = 15, samples: int = SAMPLES, timeout: int = 300) -> dict:
     """One regime on 1 process and on ``gpus`` processes: the records of both."""
-    from .scaling import MULTICAST_OFF
+    from .meta import MULTICAST_OFF
     res = {}
     for n in (1, gpus):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",

@@ -26,8 +26,7 @@ import sys
 import tempfile
 import time
 
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                 "NVSHMEM_DISABLE_NVLS": "1"}
+from .meta import MULTICAST_OFF
 
 
 def parse(stdout: str) -> dict:
