@@ -92,3 +92,81 @@ def test_every_committed_results_file_is_stamped_and_clean():
         key = f"{path.parent.name}/{path.name}"
         assert stamped != (key in UNSTAMPED), (
             f"{key}: {'no schema, commit or clean tree' if not stamped else 'stamped now: drop it from UNSTAMPED'}")
+
+
+# --------------------------------------------------------------- one-way layers
+
+#: what a chapter's views.py and card.py may import besides the standard library, numpy and
+#: matplotlib: the core's pages and results, the chapter's own meta, and (a card) its views or
+#: (views) the chapter's other view modules
+LAYER_OK = {"pages", "results", "meta", "views", "diagrams"}
+#: imports that break the rule today, each to be moved into meta (or the core) later; the test
+#: fails on any other, and on an entry no longer needed, so this list only shrinks
+LAYER_DEBT = {
+    "cats_vs_dogs/views.py": {".ddp_steps", ".intervals", ".measure", ".scaling"},
+    "cats_vs_dogs/card.py": {".measure"},
+    "cloud/views.py": {".advisor", ".cli", ".data", ".machines", ".models"},
+    "cloud/card.py": {".advisor", ".data"},
+    "exercises/views.py": {".pictures", ".puzzles"},
+    "glossary/views.py": {"..device", "..gpu_anatomy.kernels"},
+    "gpu_anatomy/views.py": {"..device"},
+    "ladder/views.py": {".levels"},
+    "mandelbrot/views.py": {"..files", ".image", ".kernels", "gpukit.cloud"},
+    "matmul/views.py": {"..device", ".measure", ".ptxas"},
+    "profiling/views.py": {".pipeline"},
+    "simulation/views.py": {".picture", "gpukit.cloud"},
+    "timing/views.py": {".kernels", ".profile"},
+    "why_gpus/views.py": {".kernels"},
+}
+
+
+def _layer_breaks(path) -> set[str]:
+    """The imports of a view or card module outside :data:`LAYER_OK`, as written."""
+    import ast
+    chapter = path.parent.name
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            names = [a.name for a in node.names]
+            if node.level == 1:
+                parts = [mod] if mod else names
+                found |= {"." + p for p in parts if p.split(".")[0] not in LAYER_OK}
+            elif node.level == 2:
+                parts = [mod] if mod else names
+                found |= {".." + p for p in parts if p not in ("pages", "results")}
+            elif mod == "gpukit":
+                found |= {"gpukit." + n for n in names if n not in ("pages", "results")}
+            elif mod.startswith("gpukit."):
+                if mod not in ("gpukit.pages", "gpukit.results", f"gpukit.{chapter}.meta"):
+                    found.add(mod)
+            elif mod.split(".")[0] in ("numba", "cupy", "torch", "triton"):
+                found.add(mod)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names
+                      if a.name.split(".")[0] in ("numba", "cupy", "torch", "triton", "gpukit")
+                      and a.name not in ("gpukit.pages", "gpukit.results")}
+    return found
+
+
+def test_views_and_cards_import_only_pages_results_and_meta():
+    seen = set()
+    for path in sorted((ROOT / "gpukit").glob("*/*.py")):
+        if path.name not in ("views.py", "card.py"):
+            continue
+        key = f"{path.parent.name}/{path.name}"
+        breaks = _layer_breaks(path)
+        debt = LAYER_DEBT.get(key, set())
+        assert breaks <= debt, f"{key} imports {sorted(breaks - debt)}: move it into meta"
+        assert debt <= breaks, f"{key} no longer imports {sorted(debt - breaks)}: drop it from LAYER_DEBT"
+        seen.add(key)
+    assert set(LAYER_DEBT) <= seen
+
+
+def test_the_layer_rule_catches_what_it_forbids(tmp_path):
+    f = tmp_path / "chapter" / "views.py"
+    f.parent.mkdir()
+    f.write_text("from .. import pages, results\nfrom .meta import NAME\nfrom . import diagrams\n"
+                 "from .measure import run\nimport torch\nfrom gpukit.chapter.meta import X\n"
+                 "from gpukit import device\nfrom ..other import thing\n")
+    assert _layer_breaks(f) == {".measure", "torch", "gpukit.device", "..other"}
