@@ -26,10 +26,10 @@ import numpy as np
 from .. import bench, device
 from ..verify import Mismatch
 from .check import check_matmul, error_bound, matmul_error
+from .meta import AWKWARD
 from .sanitize import sanitize
 
 DEFAULT_N = 4096
-AWKWARD = (257, 129, 67)                 # M, N, K: no tile divides any of them
 SWEEP = (512, 1024, 2048, 4096, 8192)
 
 

@@ -18,8 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: results-file name of the compiler's register report (recorded where nvcc runs)
-PTXAS_NAME = "matmul_ptxas"
+from .meta import PTXAS_NAME  # the report's results-file name, shared with the views
 
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
 _PTXAS_USED = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?$")

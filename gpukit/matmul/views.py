@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .. import device, pages
-from .measure import AWKWARD
-from .ptxas import PTXAS_NAME
+from .meta import AWKWARD, PTXAS_NAME
 
 
 # ---------------------------------------------------------------------- renderers

@@ -18,6 +18,8 @@ import statistics
 
 import numpy as np
 
+from .meta import implied_gbs, is_impossible, saxpy_bytes  # noqa: F401  (public here)
+
 #: SAXPY's constant. 2 is a power of two, so ``a * x`` is exact in float32 and the
 #: result is one correctly rounded addition: within 2**-24 of the float64 reference.
 A = 2.0
@@ -25,34 +27,7 @@ A = 2.0
 
 # ----------------------------------------------------------------- numbers and checks
 
-def saxpy_bytes(n: int, itemsize: int = 4) -> int:
-    """Bytes SAXPY moves through memory: read x, read y, write out."""
-    if n < 0 or itemsize < 1:
-        raise ValueError("n must be >= 0 and itemsize >= 1")
-    return 3 * n * itemsize
-
-
-def implied_gbs(nbytes: float, seconds: float) -> float:
-    """The bandwidth (1e9 bytes/s) a time implies for ``nbytes`` of traffic."""
-    if nbytes < 0:
-        raise ValueError("nbytes must be >= 0")
-    if not seconds > 0:  # also catches NaN
-        raise ValueError(f"a measured time must be > 0 s, got {seconds!r}")
-    return nbytes / seconds / 1e9
-
-
-def is_impossible(gbs: float, ceiling_gbs: float, tolerance: float = 0.05) -> bool:
-    """True when ``gbs`` is above what the memory can deliver (ceiling plus a tolerance).
-
-    Use the vendor's peak or a copy measured in the same run as the ceiling. A number
-    above it means the clock missed the work (no synchronisation, a kernel never
-    launched) or the data never came from that memory (it sat in a cache).
-    """
-    if not ceiling_gbs > 0:
-        raise ValueError("the ceiling must be > 0")
-    return gbs > ceiling_gbs * (1 + tolerance)
-
-
+# saxpy_bytes, implied_gbs and is_impossible live in .meta (the views use them too)
 def spread(samples: list[float]) -> dict:
     """Statistics of single-run times: what one run could have told you."""
     if not samples:

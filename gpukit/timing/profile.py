@@ -19,6 +19,7 @@ from gpukit import proc
 from gpukit.tools import find_ncu
 
 from .kernels import A, check_saxpy, cupy_kernel, make_inputs
+from .meta import ncu_elements, ncu_metric  # noqa: F401  (public here)
 
 NCU_ARGS = ["--section", "SpeedOfLight", "--kernel-name", "regex:gpukit_saxpy",
             "--launch-count", "1"]
@@ -59,22 +60,3 @@ def ncu_target(n: int) -> None:
     check_saxpy(out, x, y, what="ncu target")
 
 
-def ncu_metric(output: str, name: str) -> float | None:
-    """A value from Nsight Compute's text report, e.g. ``ncu_metric(out, "Duration")``."""
-    for line in output.splitlines():
-        parts = line.split()
-        words = len(name.split())
-        if parts[:words] == name.split() and len(parts) >= words + 2:
-            try:
-                return float(parts[-1].replace(",", ""))
-            except ValueError:
-                return None
-    return None
-
-
-def ncu_elements(command: str) -> int | None:
-    """The element count at the end of a recorded ``ncu`` command line (``N`` or ``'[N]'``)."""
-    try:
-        return int(command.split()[-1].strip("'[]"))
-    except (ValueError, IndexError):
-        return None

@@ -7,9 +7,8 @@ import textwrap
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
-from .kernels import implied_gbs, is_impossible, saxpy_bytes
-from .meta import NAME, peak_gbs
-from .profile import ncu_elements, ncu_metric
+from .meta import (NAME, implied_gbs, is_impossible, ncu_elements, ncu_metric, peak_gbs,
+                   saxpy_bytes)
 
 
 # ------------------------------------------------------------------ renderers

@@ -17,8 +17,7 @@ import math
 
 import numpy as np
 
-#: Degree of the polynomial (DEGREE multiply-adds per element).
-DEGREE = 128
+from .meta import DEGREE  # the polynomial's degree: DEGREE multiply-adds per element
 #: Coefficients, highest power first: all positive, so with x in [0, 1) nothing cancels
 #: and float32 stays within a few ulps per step of the float64 reference.
 COEFFS = (1.0 / np.arange(1, DEGREE + 2)).astype(np.float32)

@@ -1,6 +1,8 @@
 """The why-GPUs chapter's name and its tables of backends and labels (no heavy imports)."""
 
 NAME = "why_gpus"
+#: Degree of the polynomial (DEGREE multiply-adds per element).
+DEGREE = 128
 BACKENDS = {
     "saxpy": ["python", "numpy", "numba-1core", "numba-parallel"],
     "poly": ["python", "numpy", "numba-1core-naive", "numba-1core", "numba-parallel"],

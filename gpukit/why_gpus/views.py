@@ -5,8 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
-from .kernels import DEGREE
-from .meta import BACKENDS, CPU_NAMES, GPU_BACKENDS, LABELS, NAME
+from .meta import BACKENDS, CPU_NAMES, DEGREE, GPU_BACKENDS, LABELS, NAME
 
 COLORS = {"python": "#8d6e63", "numpy": "#fb8c00", "numba-1core-naive": "#9e9e9e",
           "numba-1core": "#1e88e5", "numba-parallel": "#283593", "gpu-kernel": "#2e7d32",
