@@ -5,8 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time, table
 
-from .levels import LEVELS, PASSES, level_loc
-from .meta import NAME
+from .meta import LEVELS, NAME, PASSES, level_loc
 
 
 def _part(data: dict) -> dict:
