@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_time
 
-from .measure import step_times
+from .meta import step_times
 
 LEARN = [
     "train a network from scratch on 2,000 real photos, and where each second of the run goes",

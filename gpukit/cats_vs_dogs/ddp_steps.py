@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 
+from .meta import COMMAND, OVERLAPPED  # noqa: F401  (public here)
+
 #: DistributedDataParallel's options tried, by name, against the command's own exchange
 #: (:class:`~gpukit.cats_vs_dogs.allreduce.AveragedGradients`, one all-reduce after backward)
 WRAPPINGS = {
@@ -41,10 +43,6 @@ WRAPPINGS = {
     "the same, one bucket": {"broadcast_buffers": False, "gradient_as_bucket_view": True,
                              "static_graph": True, "bucket_cap_mb": 256},
 }
-COMMAND = "gpukit: one all-reduce after backward"
-#: the overlapped exchange (:class:`~gpukit.cats_vs_dogs.allreduce.OverlappedGradients`), by
-#: name: its bucket size in MB (25 is DDP's default cap)
-OVERLAPPED = {"gpukit: overlapped, 25 MB buckets": 25.0, "gpukit: overlapped, 4 MB buckets": 4.0}
 SAMPLES = 5
 #: ``GPUKIT_DDP_STEPS_DEVICE=cpu`` runs the breakdown on the CPU with gloo (the tests): every
 #: number but the profile, which needs a GPU

@@ -28,14 +28,7 @@ import statistics
 import time
 from pathlib import Path
 
-
-#: A typical tutorial pipeline (ImageFolder + PIL DataLoader, fp32, small CNN, 30 epochs at
-#: 128 px), timed on an H200 runner outside this benchmark when the chapter's targets were
-#: set. Shown as a reference only: the "ten times" target uses the pipeline measured in the
-#: same run (``throughput.tutorial_measured``).
-TUTORIAL_REPORTED = {"images_per_s": 3483, "val_acc": 0.815, "wall_s": 22,
-                     "source": "reported outside this benchmark (an H200 runner, 30 epochs "
-                               "at 128 px)"}
+from .meta import TUTORIAL_REPORTED, step_times  # noqa: F401  (public here)
 
 
 # --------------------------------------------------------------------- helpers
@@ -302,17 +295,6 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
             "real_over_synthetic": real_s / syn_s, "images_per_s_real": b / real_s,
             "macs_per_image": macs, "train_tflops_real": 3 * 2 * macs * b / real_s / 1e12,
             "profile": profile}
-
-
-def step_times(rows: list[dict]) -> tuple[float, float]:
-    """(synthetic, real) step time: the mean of the two orders they were timed in.
-
-    A step that waits for the host varies by a fifth or more between two timings a few seconds
-    apart, so one pair alone can show real photos faster than synthetic data, or much slower.
-    """
-    def both(r):
-        return (r["median_s"] + r["second_median_s"]) / 2 if r.get("second_median_s") else r["median_s"]
-    return both(rows[0]), both(rows[1])
 
 
 def _kernel_profile(model, opt, sched, x, y, crit, amp, device, steps: int = 5) -> dict:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from .meta import MULTICAST_OFF
+from .meta import MULTICAST_OFF, PARTS, REGIMES, SEEDS, SHAPE  # noqa: F401  (public here)
 
 
 def parse(stdout: str) -> dict:
@@ -84,22 +84,6 @@ def recipe_args(**change) -> list[str]:
 #: the settings :func:`recipe_args` spells out, in the order of the command line
 RECIPE = ("epochs", "img_size", "width", "batch_size", "lr", "ema", "crop_scale", "eval_every")
 
-#: name -> (training options changed from the recipe, what it is); ``--lr`` is the peak at batch
-#: 256 and the command scales it with the global batch, so batch 512 trains at twice the rate
-REGIMES = {
-    "chapter": ({}, "the chapter's recipe: 128 px, width 32, global batch 256"),
-    "wide": ({"width": 96}, "the chapter's recipe with a network three times as wide (about 9x the "
-             "parameters): a longer step"),
-    "wide-512": ({"width": 96, "batch_size": 512},
-                 "the wide network with a global batch of 512: on two GPUs each gets the 256 photos "
-                 "that one GPU gets in the `wide` regime"),
-}
-#: seeds trained per regime and GPU count (``--seeds`` or ``gpukit bench --n`` replaces it)
-SEEDS = 5
-#: the parts of the record: the step breakdown, and the whole runs
-PARTS = ("steps", "runs")
-#: marks a record of this shape (launcher time, 1 and N GPUs alternating, parts with sessions)
-SHAPE = "alternating"
 #: the results file of the data-parallel record
 DDP = "cats_vs_dogs_ddp"
 

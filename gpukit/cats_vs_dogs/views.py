@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from .. import pages, results
 from ..pages import fmt_num, fmt_pct, fmt_time, machine_title, plot_title, table
-from .ddp_steps import COMMAND, OVERLAPPED
 from .intervals import mean_interval, same_accuracy
-from .measure import TUTORIAL_REPORTED, step_times
-from .scaling import SHAPE
+from .meta import COMMAND, OVERLAPPED, SHAPE, TUTORIAL_REPORTED, step_times
 
 
 # --------------------------------------------------------------------- renderers
