@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from gpukit import pages
-from gpukit.cloud import advisor, data, machines, models, views as render
+from gpukit import catalogue as data
+from gpukit.cloud import advisor, machines, models, views as render
 from gpukit.cloud.advisor import AdviceError, Workload, estimate
 from tests.helpers import ROOT, assert_one_line_error
 

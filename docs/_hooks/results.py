@@ -17,7 +17,7 @@ import re
 from mkdocs.exceptions import PluginError
 
 from gpukit import pages
-from gpukit.cloud.data import warn_if_stale as on_pre_build  # noqa: F401  (old price data: a warning)
+from gpukit.catalogue import warn_if_stale as on_pre_build  # noqa: F401  (old price data: a warning)
 
 PATTERN = re.compile(r"<!--\s*(results|data):([\w-]+):([\w-]+)\s*-->")
 LINKS = re.compile(r"<!--\s*links:all\s*-->")

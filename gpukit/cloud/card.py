@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpukit import pages
 
-from . import data
+from .. import catalogue as data
 from .advisor import GIB
 
 LEARN = [

@@ -110,7 +110,8 @@ def _secs(x: float | None) -> str:
 def report(w, flops: float | None = None, top: int = 10, root=None, neuron: bool = False,
            rocm: bool = False) -> tuple[str, dict]:
     """The advisor's text report and the same content as a dict."""
-    from . import advisor, data, machines
+    from .. import catalogue as data
+    from . import advisor, machines
     from ..pages import table
     if flops and w.task == "inference":
         raise UserError("--flops is for --task full or lora; inference is estimated from memory bandwidth "

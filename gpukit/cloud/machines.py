@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import data
+from .. import catalogue as data
 from .advisor import HEADROOM, Estimate, decode_rate
 
 DEFAULT_EFFICIENCY = 0.5       # fraction of dense compute peak assumed where nothing was measured

@@ -6,8 +6,8 @@ formulas, or from this project's own results (the measured efficiencies).
 
 from __future__ import annotations
 
+from .. import catalogue as data
 from ..pages import collapsed, data_renderer, table
-from . import data
 from .advisor import GIB as GIB_
 
 #: Worked examples on the page: serving Llama 3.1 8B in bf16, and Llama 3.1 70B with int4 weights at its

@@ -235,7 +235,7 @@ def pitfall(slug: str, data: dict) -> str:
 
 @pages.data_renderer("mandelbrot", "fp64")
 def fp64() -> str:
-    from gpukit.cloud import data
+    from gpukit import catalogue as data
     rows = []
     for g in data.gpus():
         ratio, fp32 = g.get("fp64_ratio"), g.get("fp32_tflops")

@@ -303,7 +303,7 @@ def gallery(slug: str, data: dict) -> str:
 @pages.renderer("simulation", "fp64")
 def fp64(slug: str, data: dict) -> str:
     """The measured float32/float64 heat rows, then what a 1:64 card would do (computed)."""
-    from gpukit.cloud import data as gpus
+    from gpukit import catalogue as gpus
     p = data["gpu"]
     g = gpu_rows(p)
     f32, f64 = g["heat32"], g["heat64"]                # the fastest kernel of each precision

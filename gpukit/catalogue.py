@@ -1,4 +1,6 @@
-"""Load the chapter's data files, check their schema, and say how old the prices are.
+"""The GPU and instance catalogue (``gpukit/data/gpus.yaml``, ``aws_instances.yaml``): load the
+files, check their schema, and say how old the prices are. The cloud chapter's advisor, the site's
+build and any chapter that needs a GPU's facts read them here.
 
 Every row must say where it came from (``source``, an http(s) URL) and when it was read
 (``retrieved``, YYYY-MM-DD); a price also says where (``price_source``) and, for AWS, when the
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 
 INSTANCE_NUMBERS = ("accelerator_count", "accelerator_memory_gib", "vcpus", "memory_gib", "price_per_hour")
 GPU_NUMBERS = ("memory_gib", "bandwidth_gbs", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp64_ratio",
