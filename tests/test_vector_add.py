@@ -248,9 +248,9 @@ def test_numba_api_view_with_and_without_the_allocating_row():
     import copy
     import json
 
-    from gpukit.pages import Record
+    from gpukit.pages import Record, fmt_time
     from gpukit.vector_add import views
-    from gpukit.vector_add.meta import NO_OUT
+    from gpukit.vector_add.meta import NO_OUT, NO_POOL
     from tests.helpers import ROOT
     data = json.loads((ROOT / "results" / "nvidia-h200" / "vector_add.json").read_text())
     data["gpu"]["rows"] = [r for r in data["gpu"]["rows"] if r["name"] != NO_OUT]
@@ -263,7 +263,16 @@ def test_numba_api_view_with_and_without_the_allocating_row():
                                 "host_median_s": 1.5e-3})
     text = views._vector_add_numba_api("nvidia-h200", Record(more))
     assert "reaches 46 % of" in text and "1.50 ms of host time" in text
-    assert "no row for it yet" not in text
+    assert "no row for it yet" not in text and "pool" not in text
+    pooled = copy.deepcopy(data)
+    pooled["gpu"]["rows"] += [
+        {**numba[0], "name": NO_OUT, "allocates": True, "pooled": True, "pct_of_torch_add": 99.4,
+         "host_median_s": 6.1e-5},
+        {**numba[0], "name": NO_POOL, "allocates": True, "pooled": False, "pct_of_torch_add": 88.2,
+         "host_median_s": 2.3e-4}]
+    text = views._vector_add_numba_api("nvidia-h200", Record(pooled))
+    assert "pool of device buffers" in text and "99 % of `torch.add`" in text
+    assert f"88 % and {fmt_time(2.3e-4)} of host time" in text
 
 
 _PTX = """
@@ -297,3 +306,47 @@ def test_vec16_compiles_to_16_byte_loads_and_stores():
     for dtype, vec in (("float32", "v4.f32"), ("float64", "v2.f64")):
         assert re.search(rf"ld\.global\.{re.escape(vec)}\s", ptx[dtype])
         assert re.search(rf"st\.global\.{re.escape(vec)}\s", ptx[dtype])
+
+
+def test_device_empty_on_the_simulator_is_a_plain_device_array():
+    from gpukit.arrays import device_empty
+    from gpukit.device import simulator_enabled
+    if not simulator_enabled():
+        pytest.skip("the simulator's fallback path (a GPU is present)")
+    a = device_empty((3, 5), np.float32)
+    assert a.shape == (3, 5) and a.dtype == np.float32
+    a.copy_to_device(np.arange(15, dtype=np.float32).reshape(3, 5))
+    assert a.copy_to_host()[2, 4] == 14
+
+
+@pytest.mark.gpu
+def test_device_pool_reuses_a_buffer_only_when_no_view_of_it_lives():
+    import gc
+
+    from numba import cuda
+
+    from gpukit.arrays import DevicePool
+    pool = DevicePool(keep=2)
+    a = pool.empty((4, 250), np.float32)
+    assert a.shape == (4, 250) and a.strides == (1000, 4) and a.is_c_contiguous()
+    ptr = a.device_ctypes_pointer.value
+    view = a[1:]                              # a view keeps the buffer out of the pool
+    del a
+    gc.collect()
+    b = pool.empty(1000, np.float32)
+    assert b.device_ctypes_pointer.value != ptr and pool.misses == 2
+    view.copy_to_device(np.full((3, 250), 7, np.float32))
+    b.copy_to_device(np.zeros(1000, np.float32))
+    assert (view.copy_to_host() == 7).all()   # b did not land on the view's memory
+    freed = {ptr, b.device_ctypes_pointer.value}
+    del view, b
+    gc.collect()
+    c = pool.empty(250, np.float64)           # same byte size: a pooled buffer, no allocation
+    assert pool.hits == 1 and pool.misses == 2
+    assert c.device_ctypes_pointer.value in freed
+    x = np.random.default_rng(0).random(1000).astype(np.float32)
+    d_x = cuda.to_device(x)
+    for _ in range(5):                        # the public API's output comes from the pool
+        out = vector_add(d_x, d_x, backend="numba-cuda")
+        np.testing.assert_array_equal(out.copy_to_host(), x + x)
+        del out

@@ -14,7 +14,7 @@ import numba
 from numba import cuda
 
 from .. import device, launch
-from ..arrays import as_numba, kind
+from ..arrays import as_numba, device_empty, kind
 
 BACKENDS = ("numpy", "numba-cpu", "numba-cuda", "cupy", "torch")
 #: CuPy implementations: ElementwiseKernel, a one-element-per-thread RawKernel,
@@ -243,7 +243,7 @@ def _numba_add(x, y, out, impl="grid-stride"):
     if not (dx.is_c_contiguous() and dy.is_c_contiguous()):
         raise ValueError("numba-cuda backend needs contiguous arrays; pass a contiguous copy")
     shape = dx.shape
-    dout = cuda.device_array(shape, dtype=dx.dtype) if out is None else as_numba(out)
+    dout = device_empty(shape, dx.dtype) if out is None else as_numba(out)
     if out is not None and not dout.is_c_contiguous():
         raise ValueError("numba-cuda backend needs a contiguous out; pass a contiguous array")
     n = dx.size

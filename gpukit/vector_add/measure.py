@@ -14,7 +14,7 @@ import numpy as np
 from .. import bench, device
 from ..arrays import as_numba
 from ..verify import check_close
-from .meta import NO_OUT, VEC16, VEC16_TYPED
+from .meta import NO_OUT, NO_POOL, VEC16, VEC16_TYPED
 
 
 def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
@@ -78,14 +78,22 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
     err = check_close(out, ref, what=VEC16_TYPED)
     rows.append({"name": VEC16_TYPED, "backend": "numba-cuda", "impl": "vec16", "direct": True,
                  "max_rel_err": err, **t.to_dict()})
-    # What a reader calls first: the public API on numba arrays without out=, which allocates
-    # the result in device memory on every call (the allocation is part of what is timed).
+    # What a reader calls first: the public API on numba arrays without out=. The result comes
+    # from gpukit's pool of device buffers (gpukit.arrays.DevicePool): a buffer is reused once
+    # the array of an earlier call is dropped. For comparison, the same call with an output
+    # from cuda.device_array on every call (a cuMemAlloc each time, as numba itself does).
     label = NO_OUT
     t = bench.bench(lambda: vecadd.vector_add(nx, ny, backend="numba-cuda"), timer="numba",
                     name=label, repeat=repeat, bytes=traffic)
     err = check_close(vecadd.vector_add(nx, ny, backend="numba-cuda"), ref, what=label)
     rows.append({"name": label, "backend": "numba-cuda", "impl": vecadd.NUMBA_DEFAULT,
-                 "allocates": True, "max_rel_err": err, **t.to_dict()})
+                 "allocates": True, "pooled": True, "max_rel_err": err, **t.to_dict()})
+    fresh = lambda: vecadd.vector_add(nx, ny, backend="numba-cuda",  # noqa: E731
+                                      out=cuda.device_array(nx.shape, nx.dtype))
+    t = bench.bench(fresh, timer="numba", name=NO_POOL, repeat=repeat, bytes=traffic)
+    err = check_close(fresh(), ref, what=NO_POOL)
+    rows.append({"name": NO_POOL, "backend": "numba-cuda", "impl": vecadd.NUMBA_DEFAULT,
+                 "allocates": True, "pooled": False, "max_rel_err": err, **t.to_dict()})
     for r in rows:
         if r.get("gbs"):
             r["pct_of_copy"] = 100 * r["gbs"] / ceiling.gbs

@@ -1,8 +1,11 @@
 """The chapter's names as plain data (no heavy imports): shared by the benchmark and the views."""
 
-#: the row of ``vector_add(x, y)`` on numba arrays without ``out=``: the result is allocated
-#: in device memory on every call (the default numba kernel)
+#: the row of ``vector_add(x, y)`` on numba arrays without ``out=`` (the default numba kernel):
+#: the result comes from gpukit's pool of device buffers (records before the pool: a fresh
+#: allocation on every call)
 NO_OUT = "numba.cuda default, no out="
+#: the same call with ``out=cuda.device_array(...)`` made on every call: numba's allocation
+NO_POOL = "numba.cuda default, out=cuda.device_array(...) per call"
 #: the same row in records made before the 16-byte kernel became the default
 NO_OUT_BEFORE = "numba.cuda grid-stride, no out="
 #: the 16-byte vector kernel through the public API (its default for float32 and float64)

@@ -60,8 +60,18 @@ def _vector_add_numba_api(slug: str, data: dict) -> str:
                  f"{fmt_time(direct['host_median_s'])} of host time per call; through "
                  f"`vector_add`, which checks the arrays (kind, shape, dtype, layout, alignment) "
                  f"and tells numba their types, {fmt_time(vec['host_median_s'])}.")
-    alloc = next((r for r in rows if _allocates(r)), None)
-    if alloc:
+    alloc = next((r for r in rows if _allocates(r) and r.get("pooled") is not False), None)
+    fresh = next((r for r in rows if r.get("pooled") is False), None)
+    if alloc and alloc.get("pooled"):
+        text += (f" Without `out=`, the natural call, the result comes from gpukit's pool of "
+                 f"device buffers (a buffer returns to it when its array is dropped): "
+                 f"{alloc['pct_of_torch_add']:.0f} % of `torch.add`, "
+                 f"{fmt_time(alloc['host_median_s'])} of host time per call.")
+        if fresh:
+            text += (f" With a new `cuda.device_array` for the result on every call, which is what "
+                     f"numba does without a pool, {fresh['pct_of_torch_add']:.0f} % and "
+                     f"{fmt_time(fresh['host_median_s'])} of host time per call.")
+    elif alloc:
         text += (f" Without `out=`, the natural call, it reaches {alloc['pct_of_torch_add']:.0f} % of "
                  f"`torch.add`: numba allocates the result in device memory on every call, "
                  f"{fmt_time(alloc['host_median_s'])} of host time per call.")
