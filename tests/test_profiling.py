@@ -519,9 +519,21 @@ def test_target_missed_when_no_run_is_within_the_bound(tmp_path):
                "gpu": {"name": "synthetic GPU"}}
     results.save("profiling", {"gpu": part}, root=tmp_path, machine=machine)
     bound = pages.render("profiling", "bound", root=tmp_path)
-    assert "1.21x at 32 and 64 chunks" in bound and "**missed**" not in bound
+    assert "1.21x at 32 chunks on 4 streams and 64 chunks on 4 streams" in bound
+    assert "**missed**" not in bound
     (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])
-    assert t.met is False and t.value == "1.21x" and t.goal == "<= 1.2x"
+    assert t.met is False and t.value == "82.6 %" and t.goal == ">= 90 %"
+    part["sweep"][-1]["vs_ideal"] = 1.11                # 90.1 % of the bound: met
+    stage = {st["name"]: st["median_s"] for st in part["stages"]}
+    part["together"] = {"copies_s": 1.05 * part["ideal_s"], "all_three_s": 1.06 * part["ideal_s"],
+                        "copy_in_s": 1.04 * stage["copy in, pinned"], "copy_out_s": 0.02,
+                        "copy_in_gbs": 50.0, "copy_out_gbs": 49.0}
+    results.save("profiling", {"gpu": part}, root=tmp_path, machine=machine)
+    (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])
+    assert t.met is True and t.value.startswith("90.1 % (")
+    assert "of the bound with both copies at once" in t.value
+    text = pages.render("profiling", "together", root=tmp_path)
+    assert "copy in, while copying out" in text and "| 50.0 |" in text
     assert "missed" not in pages.render("profiling", "card", root=tmp_path)
 
 
@@ -548,7 +560,7 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     bound = pages.render("profiling", "bound", root=tmp_path)
     assert "1.20x the bound" in bound and "**met**" not in bound
     (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])
-    assert t.met is True and t.value == "1.20x"
+    assert t.met is False and t.value == "83.3 %"                    # 1 / 1.20
     torch = pages.render("profiling", "torch", root=tmp_path)
     table_part, after = torch.split("The record's device events", 1)
     assert "`k`" in table_part and "forward" not in table_part      # a range is not a kernel

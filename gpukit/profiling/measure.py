@@ -32,6 +32,8 @@ from . import pipeline
 STREAMS = 4
 CHUNKS = 16
 SWEEP = (1, 2, 4, 8, 16, 32, 64)
+#: streams tried at the sweep's largest chunk count
+STREAM_SWEEP = (2, 3, 4, 8)
 TIMELINE_CHUNKS = 8
 
 
@@ -146,6 +148,7 @@ def gpu_part(n: int, repeat: int) -> dict:
     ideal = max(t_in, t_k, t_out) if engines >= 2 else max(t_in + t_out, t_k)
     serial_sum = (stages["copy in, pinned"]["median_s"] + stages["kernel"]["median_s"]
                   + stages["copy out, pinned"]["median_s"])
+    together = _together(pin_in, pin_out, d_in, d_out, kernel, degree, repeat)
 
     # 2. end to end: check first, then time
     def ops(host_out, host_in=pin_in, streams=STREAMS):
@@ -177,6 +180,13 @@ def gpu_part(n: int, repeat: int) -> dict:
         wall, _ = _median_run(ops(pin_out, pin_in, streams), n, count, streams, max(3, repeat // 2))
         sweep.append({"chunks": count, "streams": streams, "median_s": wall, "vs_ideal": wall / ideal})
 
+    most = SWEEP[-1]
+    for streams in STREAM_SWEEP:
+        if streams == min(most, STREAMS):
+            continue
+        wall, _ = _median_run(ops(pin_out, pin_in, streams), n, most, streams, max(3, repeat // 2))
+        sweep.append({"chunks": most, "streams": streams, "median_s": wall, "vs_ideal": wall / ideal})
+
     # 3. the timeline of one pipelined and one serial run (chunked, so the bars can be told apart)
     runs = {}
     for label, streams in (("pipelined", STREAMS), ("serial", 1)):
@@ -199,8 +209,61 @@ def gpu_part(n: int, repeat: int) -> dict:
             "free_memory_bytes": int(free), "total_memory_bytes": int(total),
             "pinned_alloc_s": pinned_alloc_s, "max_rel_err": err, "pipelined_equals_serial": bitwise,
             "stages": list(stages.values()), "ideal_s": ideal, "serial_sum_s": serial_sum,
+            "together": together,
             "rows": rows, "sweep": sweep, "timeline": runs, "managed": managed,
             "cpu_baseline": base, "torch": torch_part, "total_s": time.perf_counter() - t_start}
+
+
+def _together(pin_in, pin_out, d_in, d_out, kernel, degree: int, repeat: int) -> dict:
+    """The steps run at the same time on the whole array, each on its own stream: copy in and
+    copy out at once (both directions of the bus busy), and both copies with the kernel (which
+    reads and writes other device arrays). Host clock from issue to the end of all of them,
+    median of ``repeat``; CUDA events give each copy's own time in the last run."""
+    import cupy
+    rt = cupy.cuda.runtime
+    nbytes = pin_in.nbytes
+    d_in2, d_out2 = cupy.full_like(d_in, 0.5), cupy.empty_like(d_out)
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(3)]
+
+    def copy_in():
+        rt.memcpyAsync(d_in.data.ptr, pin_in.ctypes.data, nbytes, rt.memcpyHostToDevice,
+                       streams[0].ptr)
+
+    def copy_out():
+        rt.memcpyAsync(pin_out.ctypes.data, d_out.data.ptr, nbytes, rt.memcpyDeviceToHost,
+                       streams[1].ptr)
+
+    def compute():
+        with streams[2]:
+            kernel(d_in2, np.int32(degree), d_out2)
+
+    def timed(*steps) -> float:
+        walls = []
+        for _ in range(max(3, repeat)):
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for step in steps:
+                step()
+            cupy.cuda.Device().synchronize()
+            walls.append(time.perf_counter() - t0)
+        return statistics.median(walls)
+
+    both = timed(copy_in, copy_out)
+    marks = [cupy.cuda.Event() for _ in range(4)]
+    cupy.cuda.Device().synchronize()
+    marks[0].record(streams[0])
+    copy_in()
+    marks[1].record(streams[0])
+    marks[2].record(streams[1])
+    copy_out()
+    marks[3].record(streams[1])
+    cupy.cuda.Device().synchronize()
+    in_s = cupy.cuda.get_elapsed_time(marks[0], marks[1]) / 1e3
+    out_s = cupy.cuda.get_elapsed_time(marks[2], marks[3]) / 1e3
+    all_three = timed(copy_in, copy_out, compute)
+    return {"copies_s": both, "copy_in_s": in_s, "copy_out_s": out_s,
+            "copy_in_gbs": nbytes / in_s / 1e9, "copy_out_gbs": nbytes / out_s / 1e9,
+            "all_three_s": all_three}
 
 
 def _prefetch(ptr: int, nbytes: int, device: int, stream_ptr: int) -> None:

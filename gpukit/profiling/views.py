@@ -28,8 +28,9 @@ def stages(slug: str, data: dict) -> str:
             + f": **{fmt_time(g['ideal_s'])}**; the three one after the other: {fmt_time(g['serial_sum_s'])}.")
 
 
-#: the chapter's target for the pipelined job: end to end within this factor of its ideal bound
-TARGET_VS_IDEAL = 1.2
+#: the chapter's target for the pipelined job: at least this share of its ideal bound
+#: (the bound's time over the job's)
+TARGET_SHARE = 0.90
 
 
 @pages.renderer("profiling", "runs")
@@ -78,13 +79,13 @@ def bound(slug: str, data: dict) -> str:
     g = _gpu(data)
     piped = _best_pipelined(g)
     best = min(g["sweep"], key=lambda s: s["vs_ideal"])
-    tied = [s["chunks"] for s in g["sweep"] if fmt_ratio(s["vs_ideal"], 2) == fmt_ratio(best["vs_ideal"], 2)]
-    where = " and ".join(str(c) for c in tied)
+    tied = [s for s in g["sweep"] if fmt_ratio(s["vs_ideal"], 2) == fmt_ratio(best["vs_ideal"], 2)]
+    where = " and ".join(f"{s['chunks']} chunks on {s['streams']} streams" for s in tied)
     text = ""
     if piped:
         text += (f"The pipelined run of the table above ({piped['chunks']} chunks on {piped['streams']} "
                  f"streams) took {fmt_ratio(piped['vs_ideal'], 2)} the bound; ")
-    text += (f"the best of the sweep, {fmt_ratio(best['vs_ideal'], 2)} at {where} chunks "
+    text += (f"the best of the sweep, {fmt_ratio(best['vs_ideal'], 2)} at {where} "
              f"({fmt_time(best['median_s'])} against {fmt_time(g['ideal_s'])}).")
     stage = {st["name"]: st["median_s"] for st in g["stages"]}
     if piped and g["copy_engines"] >= 2 and all(k in stage for k in ("copy in, pinned", "kernel", "copy out, pinned")):
@@ -100,16 +101,48 @@ def bound(slug: str, data: dict) -> str:
 
 @pages.targets("profiling")
 def _targets(data: dict) -> list[pages.Target]:
-    """The pipelined job within 1.2x of its ideal bound, judged on the reference record."""
+    """The pipelined job at 90 % of its ideal bound or better, judged on the reference record."""
+    name = "Profiling: pipelined copy-kernel-copy job, share of its ideal bound"
+    goal = f">= {100 * TARGET_SHARE:.0f} %"
     g = data.get("gpu")
     if not g or not g.get("sweep"):
-        return [pages.Target("Profiling: pipelined copy-kernel-copy job over its ideal bound",
-                             f"<= {fmt_ratio(TARGET_VS_IDEAL, 1)}", "not recorded", None)]
+        return [pages.Target(name, goal, "not recorded", None)]
     piped = _best_pipelined(g)
     best = min([s["vs_ideal"] for s in g["sweep"]] + ([piped["vs_ideal"]] if piped else []))
-    return [pages.Target("Profiling: pipelined copy-kernel-copy job over its ideal bound",
-                         f"<= {fmt_ratio(TARGET_VS_IDEAL, 1)}", fmt_ratio(best, 2),
-                         best <= TARGET_VS_IDEAL)]
+    value = f"{100 / best:.1f} %"
+    both = g.get("together")
+    if both:
+        stage = {st["name"]: st["median_s"] for st in g["stages"]}
+        bound = max(both["copies_s"], stage.get("kernel", 0.0))
+        value += (f" ({100 * bound / (best * g['ideal_s']):.0f} % of the bound with both copies "
+                  "at once)")
+    return [pages.Target(name, goal, value, 1 / best >= TARGET_SHARE)]
+
+
+@pages.renderer("profiling", "together")
+def together(slug: str, data: dict) -> str:
+    """The steps side by side: both copies at once, and both with the kernel, against alone."""
+    g = _gpu(data)
+    both = g.get("together")
+    if not both:
+        raise NotRecorded("together")
+    stage = {st["name"]: st for st in g["stages"]}
+    t_in, t_out = stage["copy in, pinned"], stage["copy out, pinned"]
+    bound = max(both["copies_s"], stage["kernel"]["median_s"])
+    best = min([s["median_s"] for s in g["sweep"]] + [r["median_s"] for r in g["rows"]
+                                                      if r["pinned"] and r["streams"] > 1])
+    rows = [["copy in, alone", fmt_time(t_in["median_s"]), f"{t_in['gbs']:.1f}"],
+            ["copy out, alone", fmt_time(t_out["median_s"]), f"{t_out['gbs']:.1f}"],
+            ["copy in, while copying out", fmt_time(both["copy_in_s"]), f"{both['copy_in_gbs']:.1f}"],
+            ["copy out, while copying in", fmt_time(both["copy_out_s"]), f"{both['copy_out_gbs']:.1f}"],
+            ["both copies at once, end to end", fmt_time(both["copies_s"]), ""],
+            ["both copies and the kernel at once", fmt_time(both["all_three_s"]), ""]]
+    return (table(["whole array", "time", "GB/s"], rows, "lrr")
+            + f"\n\nWith both directions busy, the copies alone take {fmt_time(both['copies_s'])}, "
+              f"{fmt_ratio(both['copies_s'] / g['ideal_s'], 2)} the ideal bound; adding the kernel "
+              f"took {fmt_time(both['all_three_s'])}. Against that bound, "
+              f"{fmt_time(bound)}, the best pipelined run ({fmt_time(best)}) reached "
+              f"{100 * bound / best:.0f} %; against the ideal bound, {100 * g['ideal_s'] / best:.0f} %.")
 
 
 @pages.renderer("profiling", "records")
