@@ -138,9 +138,11 @@ def together(slug: str, data: dict) -> str:
             ["both copies at once, end to end", fmt_time(both["copies_s"]), ""],
             ["both copies and the kernel at once", fmt_time(both["all_three_s"]), ""]]
     return (table(["whole array", "time", "GB/s"], rows, "lrr")
-            + f"\n\nWith both directions busy, the copies alone take {fmt_time(both['copies_s'])}, "
-              f"{fmt_ratio(both['copies_s'] / g['ideal_s'], 2)} the ideal bound; adding the kernel "
-              f"took {fmt_time(both['all_three_s'])}. Against that bound, "
+            + f"\n\nWhile copying out, a copy in moved {100 * both['copy_in_gbs'] / t_in['gbs']:.0f} % of "
+              f"its GB/s alone, and a copy out while copying in {100 * both['copy_out_gbs'] / t_out['gbs']:.0f} %. "
+              f"With both directions busy, the copies alone take {fmt_time(both['copies_s'])}, "
+              f"{fmt_ratio(both['copies_s'] / g['ideal_s'], 2)} the ideal bound, and "
+              f"{fmt_time(both['all_three_s'])} with the kernel beside them. Against that bound, "
               f"{fmt_time(bound)}, the best pipelined run ({fmt_time(best)}) reached "
               f"{100 * bound / best:.0f} %; against the ideal bound, {100 * g['ideal_s'] / best:.0f} %.")
 
