@@ -222,8 +222,10 @@ def _decode_attention_in_interpreter(cases):
 
 
 def test_split_cache_decode_attention_matches_in_the_interpreter():
-    # one chunk; chunks with the token in the middle; the first position; uneven groups
-    cases = [[1, 2, 4, 100, 99], [2, 2, 3, 64, 10], [3, 1, 1, 40, 0], [1, 4, 2, 200, 137]]
+    # one chunk; chunks with the token in the middle; the first position; uneven groups;
+    # more chunks than one combine step reads, the last ones wholly after the token
+    cases = [[1, 2, 4, 100, 99], [2, 2, 3, 64, 10], [3, 1, 1, 40, 0], [1, 4, 2, 200, 137],
+             [1, 1, 2, 3000, 2500]]
     got = run_in_triton_interpreter("tests.test_llm_inference:_decode_attention_in_interpreter",
                                     cases)
     assert isinstance(got, list) and len(got) == len(cases) + 1, got

@@ -5,7 +5,8 @@ query rows. A kernel that gives each head to one program keeps 8 of the GPU's 13
 multiprocessors busy. Here the cache is cut into chunks as well: each program reads one chunk
 of one head and keeps, per query row, the running maximum score, the sum of exponentials
 and the weighted sum of values (the online softmax). A second small kernel merges the
-chunks: each partial result is rescaled by ``exp(its maximum - the overall maximum)``.
+chunks, one program per query row: each partial result is rescaled by
+``exp(its maximum - the overall maximum)``.
 
 Only positions up to the token's own (read from ``pos`` on the device, so the launch can be
 replayed from a CUDA graph) count; the rest of the static cache is masked.
@@ -68,31 +69,41 @@ def _kernels():
             l_i = l_i * alpha + tl.sum(p, 1)
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
-        out = (bh * splits + sp) * GP + rows
-        tl.store(o_ptr + out[:, None] * D + d[None, :], acc)
-        tl.store(ml_ptr + out * 2, m_i)
-        tl.store(ml_ptr + out * 2 + 1, l_i)
+        out = (bh * splits + sp) * G + rows   # only the G real rows are kept
+        real = rows < G
+        tl.store(o_ptr + out[:, None] * D + d[None, :], acc, mask=real[:, None])
+        tl.store(ml_ptr + out * 2, m_i, mask=real)
+        tl.store(ml_ptr + out * 2 + 1, l_i, mask=real)
     # --8<-- [end:partial]
 
+    # --8<-- [start:combine]
     @triton.jit
-    def combine(o_ptr, ml_ptr, out_ptr, SPLITS, G: tl.constexpr, GP: tl.constexpr,
-                D: tl.constexpr):
-        bh = tl.program_id(0)
-        rows = tl.arange(0, GP)
+    def combine(o_ptr, ml_ptr, out_ptr, SPLITS, G: tl.constexpr, D: tl.constexpr,
+                BLOCK_SP: tl.constexpr):
+        """One program per query row: BLOCK_SP chunks' results are read at once, so a
+        cache cut into many chunks costs a few wide loads, not one load after another."""
+        row = tl.program_id(0)                # (sequence, key/value head) * G + query row
+        bh, r = row // G, row % G
         d = tl.arange(0, D)
-        m = tl.full([GP], float("-inf"), tl.float32)
-        for sp in range(0, SPLITS):
-            m = tl.maximum(m, tl.load(ml_ptr + ((bh * SPLITS + sp) * GP + rows) * 2))
-        l_sum = tl.zeros([GP], dtype=tl.float32)
-        acc = tl.zeros([GP, D], dtype=tl.float32)
-        for sp in range(0, SPLITS):
-            idx = (bh * SPLITS + sp) * GP + rows
-            w = tl.exp(tl.load(ml_ptr + idx * 2) - m)
-            l_sum += w * tl.load(ml_ptr + idx * 2 + 1)
-            acc += w[:, None] * tl.load(o_ptr + idx[:, None] * D + d[None, :])
-        res = acc / l_sum[:, None]
-        tl.store(out_ptr + (bh * G + rows)[:, None] * D + d[None, :],
-                 res.to(out_ptr.dtype.element_ty), mask=rows[:, None] < G)
+        m = tl.full([BLOCK_SP], float("-inf"), tl.float32)
+        for s0 in range(0, SPLITS, BLOCK_SP):
+            sp = s0 + tl.arange(0, BLOCK_SP)
+            idx = (bh * SPLITS + sp) * G + r
+            m = tl.maximum(m, tl.load(ml_ptr + idx * 2, mask=sp < SPLITS, other=float("-inf")))
+        top = tl.max(m, 0)                    # the largest score of the row, all chunks
+        l_sum = tl.zeros([BLOCK_SP], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_SP, D], dtype=tl.float32)
+        for s0 in range(0, SPLITS, BLOCK_SP):
+            sp = s0 + tl.arange(0, BLOCK_SP)
+            idx = (bh * SPLITS + sp) * G + r
+            inside = sp < SPLITS
+            w = tl.exp(tl.load(ml_ptr + idx * 2, mask=inside, other=float("-inf")) - top)
+            l_sum += w * tl.load(ml_ptr + idx * 2 + 1, mask=inside, other=0.0)
+            acc += w[:, None] * tl.load(o_ptr + idx[:, None] * D + d[None, :],
+                                        mask=inside[:, None], other=0.0)
+        res = tl.sum(acc, 0) / tl.sum(l_sum, 0)
+        tl.store(out_ptr + row * D + d, res.to(out_ptr.dtype.element_ty))
+    # --8<-- [end:combine]
 
     return partial, combine
 
@@ -124,11 +135,12 @@ def decode_attention(q, k, v, pos):
     splits = max(1, min(math.ceil(size / BLOCK_S), TARGET_PROGRAMS // (b * kv)))
     chunk = math.ceil(math.ceil(size / splits) / BLOCK_S) * BLOCK_S
     splits = math.ceil(size / chunk)
-    o = torch.empty(b * kv, splits, gp, d, device=q.device, dtype=torch.float32)
-    ml = torch.empty(b * kv, splits, gp, 2, device=q.device, dtype=torch.float32)
+    o = torch.empty(b * kv, splits, g, d, device=q.device, dtype=torch.float32)
+    ml = torch.empty(b * kv, splits, g, 2, device=q.device, dtype=torch.float32)
     partial[(b * kv, splits)](qc, k, v, pos, o, ml, kv, size, chunk, 1.0 / math.sqrt(d),
                               k.stride(0), k.stride(1), k.stride(2), G=g, GP=gp, D=d,
                               BLOCK_S=BLOCK_S, F32=_interpreting())
     out = torch.empty(b, heads, 1, d, device=q.device, dtype=q.dtype)
-    combine[(b * kv,)](o, ml, out, splits, G=g, GP=gp, D=d)
+    combine[(b * kv * g,)](o, ml, out, splits, G=g, D=d,
+                           BLOCK_SP=min(64, max(16, 1 << (splits - 1).bit_length())))
     return out
