@@ -10,6 +10,7 @@ from PIL import Image
 from gpukit import pages
 from gpukit.graphics import empty_scene, final_scene, images_agree, render
 from gpukit.graphics import scene as gscene
+from gpukit.graphics.meta import CPU_ROWS, VARIANTS
 from tests.helpers import assert_one_line_error, run_cli
 
 #: linear radiance per channel: how far two backends' pixels may be apart (float rounding, FMA)
@@ -254,11 +255,12 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
     got, tmp_path, _ = simulated
     assert got["same_twice"]
     np.testing.assert_allclose(np.array(got["sky"]), _sky_reference(5, 3, 1, 4), rtol=0, atol=SKY_ATOL)
-    assert got["part_rows"] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "leaky", "shared",
-                                "bvh", "sorted", "1 spp", "1 spp, BVH", "all diffuse"]
+    # every variant of the table measured (the scene is small enough for shared memory)
+    assert got["part_rows"] == list(CPU_ROWS) + list(VARIANTS)
     # every kernel against the plain one, the plain one against the CPU (the same image)
     vs_plain = got["max_abs_vs_plain"]
-    assert sorted(vs_plain) == ["bvh", "leaky", "plain", "shared", "sorted"]
+    assert sorted(vs_plain) == sorted(name for name, v in VARIANTS.items() if v.compare)
+    assert {"plain", "leaky", "shared", "bvh", "sorted"} <= set(vs_plain)
     assert got["agreement"]["max_abs"] <= ATOL and max(vs_plain.values()) <= ATOL, (got["agreement"], vs_plain)
     assert got["agreement"]["ok"] and got["agreement"]["max_share"] == 0.03
     assert [f["backend"] for f in got["furnace"]] == ["numba-cpu", "numba-cuda"]
@@ -286,7 +288,8 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
                                                  .load("graphics", root=tmp_path).values())))
     assert len(judged) == 11 and all(t.met is not None for t in judged)
     assert "225" in pages.render("graphics", "card", root=tmp_path)
-    assert "| BVH |" in pages.render("graphics", "variants", root=tmp_path)
+    table = pages.render("graphics", "variants", root=tmp_path)
+    assert all(f"| {v.label} |" in table for v in VARIANTS.values()), table
 
 
 # ------------------------------------------------------------------ PTX for a real GPU, here
@@ -399,11 +402,11 @@ def test_benchmark_and_views_on_cpu(simulated):
 @pytest.mark.gpu
 def test_gpu_kernel_has_no_float64_and_the_leaky_one_has():
     from gpukit.graphics import gpu, measure
-    dev = gpu.DeviceScene(final_scene(0), 64, 32)
-    for variant in ("plain", "leaky", "shared"):
-        dev.launch(1, 8, 1, variant)
     from gpukit.graphics.bvh import build_bvh
-    gpu.DeviceScene(build_bvh(final_scene(0)), 64, 32).launch(1, 8, 1, "bvh")
+    scenes = {"final": gpu.DeviceScene(final_scene(0), 64, 32),
+              "bvh": gpu.DeviceScene(build_bvh(final_scene(0)), 64, 32)}
+    for v in VARIANTS.values():                       # compile every kernel of the table
+        scenes.get(v.scene, scenes["final"]).launch(1, 8, 1, v.kernel)
     for kernel in (gpu.render_kernel, gpu.render_kernel_shared, gpu.render_kernel_bvh):
         assert measure.ptx_f64(kernel)["outside_sincos"] == 0
     assert measure.ptx_f64(gpu.render_kernel_leaky)["outside_sincos"] > 50
