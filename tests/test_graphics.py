@@ -200,6 +200,31 @@ def test_sphere_mesh_is_closed_and_on_the_unit_sphere():
     assert len(tris) == 2 * 5 * 8 and tris.min() >= 0 and tris.max() < len(verts)
 
 
+def test_sphere_tests_are_counted_only_where_every_sphere_is_tested():
+    """A row walking the BVH tests a few spheres per segment: no tests/s, no share of FP32."""
+    from gpukit.bench import Timing
+    from gpukit.graphics import measure, views
+
+    def row(name, spp=2):
+        timing = Timing(name, "numba", 0.5, [0.01, 0.01])      # its name is the row's
+        return measure._row(name, "numba-cuda", 8, 4, spp, timing, 200, 50, {"tflops": 60.0})
+    brute = {"numba-cpu", "numba-cpu-1core", "plain", "shared", "1 spp", "leaky", "all diffuse",
+             "sorted"}
+    for name in [*CPU_ROWS, *VARIANTS]:
+        r = row(name)
+        assert ("tests_per_s" in r) == (name in brute) == ("pct_fp32_peak" in r), name
+        if name in brute:
+            assert r["tests_per_s"] == pytest.approx(200 * 50 / 0.01)
+    # a record made before the table: its BVH row still carries a share, which is not shown
+    old = {**row("1 spp", 1), "name": "1 spp, BVH"}
+    data = {"machine": {"gpu": {"name": "G"}}, "gpu": {"flops_per_test": 17,
+                                                       "rows": [row("plain"), old]}}
+    lines = views.variants("nvidia-h200", data).splitlines()
+    plain = next(ln for ln in lines if ln.startswith("| every sphere tested |"))
+    tree = next(ln for ln in lines if ln.startswith("| 1 sample per pixel, BVH |"))
+    assert plain.rstrip(" |").endswith("%") and tree.rstrip(" |").endswith("-"), (plain, tree)
+
+
 # ------------------------------------------------------------------ the simulator
 
 def _simulated(width, height, spp, tmp, cpu_tmp):

@@ -174,7 +174,8 @@ def variants(slug: str, data: dict) -> str:
     plain = next(r for r in rows if r["name"] == BASE)
     body = [[short(r["name"]), fmt_num(r["segments_per_s"] / 1e9, 2), _x(_vs(r, plain)),
              fmt_time(r["median_s"]), fmt_num(1 / r["median_s"], 1), str(r["spp"]),
-             fmt_num(r["pct_fp32_peak"], 1) + " %" if "pct_fp32_peak" in r else "-"]
+             fmt_num(r["pct_fp32_peak"], 1) + " %"
+             if "pct_fp32_peak" in r and VARIANTS[r["name"]].every_sphere else "-"]
             for r in rows]
     return (f"**numba CUDA on the {data['machine']['gpu']['name']}**, {plain['width']} x "
             f"{plain['height']} pixels, up to {plain['depth']} segments per path; "
