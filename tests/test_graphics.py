@@ -304,7 +304,7 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
         md = pages.render("graphics", view, root=tmp_path)
         assert needle in md, (view, md[:500])
     assert pages.render("graphics", "card", root=tmp_path).count("    1. ") == 3
-    assert "white-furnace" in pages.render("graphics", "agreement", root=tmp_path)
+    assert "| `numba-cuda` |" in pages.render("graphics", "furnace", root=tmp_path)
     # the targets are judged for the scorecard, never in the chapter's views
     with pytest.raises(pages.MissingResults):
         pages.render("graphics", "targets", root=tmp_path)
@@ -417,7 +417,7 @@ def test_benchmark_and_views_on_cpu(simulated):
               "raster": "| OpenGL" if part["raster"]["status"] == "ok" else "not run: "}
     for view, needle in expect.items():
         assert needle in pages.render("graphics", view, root=tmp_path), view
-    for view in ("ratio", "agreement", "variants", "shared", "divergence", "card"):
+    for view in ("ratio", "agreement", "furnace", "variants", "shared", "divergence", "card"):
         with pytest.raises(pages.MissingResults):
             pages.render("graphics", view, root=tmp_path)          # GPU-only parts
 

@@ -156,14 +156,17 @@ def agreement(slug: str, data: dict) -> str:
     rows = [[f"{a['width']} x {a['height']}, {a['spp']} spp", f"{a['max_abs']:.2g}", f"{a['mean_abs']:.2g}",
              f"{100 * a['pixels_over_atol']:.3f} %"
              + ("" if share is None else f" (at most {100 * share:g} %: {'passed' if a['ok'] else '**failed**'})")]]
-    text = table(["image", "largest difference", "mean difference", f"pixels off by more than {a['atol']:g}"], rows)
-    furnace = data["gpu"].get("furnace")
-    if furnace:
-        text += "\n\nThe white-furnace check, one path per pixel:\n\n" + table(
-            ["backend", "image", "paths that hit the sphere", "of them, not returning its albedo"],
-            [[f"`{f['backend']}`", f"{f['width']} x {f['height']}", f"{f['paths_on_sphere']:,}", str(f["paths_off"])]
-             for f in furnace])
-    return text
+    return table(["image", "largest difference", "mean difference", f"pixels off by more than {a['atol']:g}"], rows)
+
+
+@pages.renderer("graphics", "furnace")
+def furnace(slug: str, data: dict) -> str:
+    runs = data["gpu"].get("furnace")
+    if not runs:                                # recorded before the check existed
+        raise pages.NotRecorded("furnace")
+    return table(["backend", "image", "paths that hit the sphere", "of them, not returning its albedo"],
+                 [[f"`{f['backend']}`", f"{f['width']} x {f['height']}", f"{f['paths_on_sphere']:,}",
+                   str(f["paths_off"])] for f in runs])
 
 
 @pages.renderer("graphics", "variants")
