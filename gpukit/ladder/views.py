@@ -120,8 +120,7 @@ def sweep_table(slug: str, data: dict) -> str:
                               for c in cols])
     rows_of = {c: next(r["rows"] for r in p["sweep"] if r["cols"] == c) for c in cols}
     header = ["level"] + [f"{rows_of[c]:,} x {c:,}" for c in cols]
-    return ("% of the copy ceiling for each shape (rows x row length C):\n\n"
-            + table(header, out, "l" + "r" * len(cols)))
+    return table(header, out, "l" + "r" * len(cols))
 
 
 @pages.renderer(NAME, "sweep")
