@@ -10,6 +10,7 @@ from PIL import Image
 from gpukit import pages
 from gpukit.graphics import empty_scene, final_scene, images_agree, render
 from gpukit.graphics import scene as gscene
+from gpukit.graphics.meta import CPU_ROWS, VARIANTS
 from tests.helpers import assert_one_line_error, run_cli
 
 #: linear radiance per channel: how far two backends' pixels may be apart (float rounding, FMA)
@@ -199,6 +200,31 @@ def test_sphere_mesh_is_closed_and_on_the_unit_sphere():
     assert len(tris) == 2 * 5 * 8 and tris.min() >= 0 and tris.max() < len(verts)
 
 
+def test_sphere_tests_are_counted_only_where_every_sphere_is_tested():
+    """A row walking the BVH tests a few spheres per segment: no tests/s, no share of FP32."""
+    from gpukit.bench import Timing
+    from gpukit.graphics import measure, views
+
+    def row(name, spp=2):
+        timing = Timing(name, "numba", 0.5, [0.01, 0.01])      # its name is the row's
+        return measure._row(name, "numba-cuda", 8, 4, spp, timing, 200, 50, {"tflops": 60.0})
+    brute = {"numba-cpu", "numba-cpu-1core", "plain", "shared", "1 spp", "leaky", "all diffuse",
+             "sorted"}
+    for name in [*CPU_ROWS, *VARIANTS]:
+        r = row(name)
+        assert ("tests_per_s" in r) == (name in brute) == ("pct_fp32_peak" in r), name
+        if name in brute:
+            assert r["tests_per_s"] == pytest.approx(200 * 50 / 0.01)
+    # a record made before the table: its BVH row still carries a share, which is not shown
+    old = {**row("1 spp", 1), "name": "1 spp, BVH"}
+    data = {"machine": {"gpu": {"name": "G"}}, "gpu": {"flops_per_test": 17,
+                                                       "rows": [row("plain"), old]}}
+    lines = views.variants("nvidia-h200", data).splitlines()
+    plain = next(ln for ln in lines if ln.startswith("| every sphere tested |"))
+    tree = next(ln for ln in lines if ln.startswith("| 1 sample per pixel, BVH |"))
+    assert plain.rstrip(" |").endswith("%") and tree.rstrip(" |").endswith("-"), (plain, tree)
+
+
 # ------------------------------------------------------------------ the simulator
 
 def _simulated(width, height, spp, tmp, cpu_tmp):
@@ -254,11 +280,12 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
     got, tmp_path, _ = simulated
     assert got["same_twice"]
     np.testing.assert_allclose(np.array(got["sky"]), _sky_reference(5, 3, 1, 4), rtol=0, atol=SKY_ATOL)
-    assert got["part_rows"] == ["numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "leaky", "shared",
-                                "bvh", "sorted", "1 spp", "1 spp, BVH", "all diffuse"]
+    # every variant of the table measured (the scene is small enough for shared memory)
+    assert got["part_rows"] == list(CPU_ROWS) + list(VARIANTS)
     # every kernel against the plain one, the plain one against the CPU (the same image)
     vs_plain = got["max_abs_vs_plain"]
-    assert sorted(vs_plain) == ["bvh", "leaky", "plain", "shared", "sorted"]
+    assert sorted(vs_plain) == sorted(name for name, v in VARIANTS.items() if v.compare)
+    assert {"plain", "leaky", "shared", "bvh", "sorted"} <= set(vs_plain)
     assert got["agreement"]["max_abs"] <= ATOL and max(vs_plain.values()) <= ATOL, (got["agreement"], vs_plain)
     assert got["agreement"]["ok"] and got["agreement"]["max_share"] == 0.03
     assert [f["backend"] for f in got["furnace"]] == ["numba-cpu", "numba-cuda"]
@@ -277,7 +304,7 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
         md = pages.render("graphics", view, root=tmp_path)
         assert needle in md, (view, md[:500])
     assert pages.render("graphics", "card", root=tmp_path).count("    1. ") == 3
-    assert "white-furnace" in pages.render("graphics", "agreement", root=tmp_path)
+    assert "| `numba-cuda` |" in pages.render("graphics", "furnace", root=tmp_path)
     # the targets are judged for the scorecard, never in the chapter's views
     with pytest.raises(pages.MissingResults):
         pages.render("graphics", "targets", root=tmp_path)
@@ -286,7 +313,8 @@ def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
                                                  .load("graphics", root=tmp_path).values())))
     assert len(judged) == 11 and all(t.met is not None for t in judged)
     assert "225" in pages.render("graphics", "card", root=tmp_path)
-    assert "| BVH |" in pages.render("graphics", "variants", root=tmp_path)
+    table = pages.render("graphics", "variants", root=tmp_path)
+    assert all(f"| {v.label} |" in table for v in VARIANTS.values()), table
 
 
 # ------------------------------------------------------------------ PTX for a real GPU, here
@@ -389,7 +417,7 @@ def test_benchmark_and_views_on_cpu(simulated):
               "raster": "| OpenGL" if part["raster"]["status"] == "ok" else "not run: "}
     for view, needle in expect.items():
         assert needle in pages.render("graphics", view, root=tmp_path), view
-    for view in ("ratio", "agreement", "variants", "shared", "divergence", "card"):
+    for view in ("ratio", "agreement", "furnace", "variants", "shared", "divergence", "card"):
         with pytest.raises(pages.MissingResults):
             pages.render("graphics", view, root=tmp_path)          # GPU-only parts
 
@@ -399,11 +427,11 @@ def test_benchmark_and_views_on_cpu(simulated):
 @pytest.mark.gpu
 def test_gpu_kernel_has_no_float64_and_the_leaky_one_has():
     from gpukit.graphics import gpu, measure
-    dev = gpu.DeviceScene(final_scene(0), 64, 32)
-    for variant in ("plain", "leaky", "shared"):
-        dev.launch(1, 8, 1, variant)
     from gpukit.graphics.bvh import build_bvh
-    gpu.DeviceScene(build_bvh(final_scene(0)), 64, 32).launch(1, 8, 1, "bvh")
+    scenes = {"final": gpu.DeviceScene(final_scene(0), 64, 32),
+              "bvh": gpu.DeviceScene(build_bvh(final_scene(0)), 64, 32)}
+    for v in VARIANTS.values():                       # compile every kernel of the table
+        scenes.get(v.scene, scenes["final"]).launch(1, 8, 1, v.kernel)
     for kernel in (gpu.render_kernel, gpu.render_kernel_shared, gpu.render_kernel_bvh):
         assert measure.ptx_f64(kernel)["outside_sincos"] == 0
     assert measure.ptx_f64(gpu.render_kernel_leaky)["outside_sincos"] > 50

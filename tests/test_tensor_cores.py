@@ -246,7 +246,7 @@ def _recorded() -> dict:
 
 
 @pytest.mark.parametrize("view", ["card", "roofs", "accuracy", "ladder", "checks", "sweep",
-                                  "fp8", "sanitizer", "cuda-c"])
+                                  "fp8", "sanitizer", "wmma", "mma", "wgmma"])
 def test_every_view_renders_from_the_recorded_results(view):
     _recorded()
     text = pages.render("tensor_cores", view)
@@ -267,8 +267,10 @@ def test_views_show_only_rungs_that_passed_and_targets_judge_failures():
     table = views.render_ladder("nvidia-h200", record)
     assert "`03-wgmma-tma`" in table and "`02-mma-sync`" not in table
     assert "95.0 %" in table
-    text = views.render_cuda_c("nvidia-h200", record)
-    assert "Rung 3" in text and "tc_wgmma" in text and "Rung 2" not in text
+    text = views.render_wgmma("nvidia-h200", record)
+    assert "rung 3" in text and "tc_wgmma" in text and "95.0 % of cuBLAS" in text
+    text = views.render_mma("nvidia-h200", record)
+    assert "not recorded passing" in text and "rung 2" not in text and "TFLOP/s" not in text
     verdicts = {t.name.split(",")[0]: t for t in views.targets(data)}
     assert verdicts["wgmma + TMA"].met is True
     assert verdicts["mma.sync + ldmatrix + cp.async"].met is False

@@ -10,12 +10,11 @@ from __future__ import annotations
 import numba
 from numba import cuda
 
+from .meta import MAX_SHARED
 from .trace import build
 
 #: threads per block (x, y): 16 x 8 pixels, neighbours trace similar paths
 BLOCK = (16, 8)
-#: most spheres the shared-memory kernel stages (4 floats each: 8 KiB)
-MAX_SHARED = 512
 
 _shade, _nearest, _, _first_material = build(cuda.jit(device=True))
 _shade_leaky, _nearest_leaky, _, _ = build(cuda.jit(device=True), leak=True)
@@ -123,6 +122,7 @@ def render_kernel_sorted(out, segs, order, spp, seed, cam,
 # --8<-- [end:sorted]
 
 
+#: the one-launch kernels by the names ``meta.VARIANTS`` gives them ("sorted" launches three)
 KERNELS = {"plain": render_kernel, "shared": render_kernel_shared, "leaky": render_kernel_leaky,
            "bvh": render_kernel_bvh}
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpukit import bench, device, results
 
+from .meta import BASE, CPU_ROWS, VARIANTS, every_sphere
 from .renderer import images_agree, to_jpeg_uri
 
 #: floating-point operations in one ray-sphere test (trace.nearest, the miss path)
@@ -30,7 +31,7 @@ def _row(name, backend, width, height, spp, timing, segments, n_spheres, peak=No
            "segments_per_s": segments / t, "samples_per_s": width * height * spp / t,
            "segments_per_sample": segments / (width * height * spp),
            }
-    if "bvh" not in name:   # brute force: every segment tests every sphere
+    if every_sphere(name):
         row["tests_per_s"] = segments * n_spheres / t
         row["tflops"] = row["tests_per_s"] * FLOPS_PER_TEST / 1e12
         if peak:
@@ -44,7 +45,8 @@ def _cpu_rows(scene, sizes: dict, repeat: int) -> tuple[list[dict], dict]:
     from .scene import camera
     rows, images = [], {}
     plain, bvh_scene = scene, build_bvh(scene)
-    for backend, (w, h, spp) in sizes.items():
+    for backend in CPU_ROWS:
+        w, h, spp = sizes[backend]
         fn = {"numba-cpu": trace.render_cpu, "numba-cpu-1core": trace.render_cpu_1core,
               "numba-cpu-bvh": trace.render_cpu_bvh}[backend]
         scene = bvh_scene if backend.endswith("-bvh") else plain
@@ -123,9 +125,8 @@ def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, tim
 def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080, 16)) -> dict:
     """The GPU part: verified against the CPU image, then timed (``size``: width, height, spp)."""
     from .bvh import build_bvh
-    from .gpu import MAX_SHARED, DeviceScene, render_kernel, render_kernel_leaky
+    from .gpu import KERNELS, DeviceScene
     from .renderer import tonemap
-    from .scene import final_scene
     record = device.machine_record().get("gpu")
     peak = device.fp32_peak(record) if record else None      # None on the simulator
     out = {"fp32_peak": peak}
@@ -137,39 +138,29 @@ def _gpu(scene, cpu_images: dict, cpu_sizes: dict, repeat: int, size=(1920, 1080
     out["agreement"] = {"width": w, "height": h, "spp": spp, **check}
     if not check["ok"]:
         raise AssertionError(f"the GPU image is not the CPU's: {check}")
-    # 2. the final scene at 1080p, 16 spp: plain, shared-memory, leaky kernels
+    # 2. every variant on the final scene at 1080p, 16 spp (1-spp frames: more runs)
     W, H, SPP = size
-    big = DeviceScene(scene, W, H)
-    rows = []
+    diffuse = type(scene)(scene.center, scene.radius, np.zeros_like(scene.material), scene.albedo,
+                          scene.fuzz)
+    scenes = {"final": DeviceScene(scene, W, H), "bvh": DeviceScene(build_bvh(scene), W, H),
+              "diffuse": DeviceScene(diffuse, W, H)}
+    rows, images = [], {}
     reps = max(1, min(repeat, 10))
-    images = {}
-    variants = ["plain", "leaky"] + (["shared"] if scene.n <= MAX_SHARED else []) + ["bvh", "sorted"]
-    tree = DeviceScene(build_bvh(scene), W, H)
-    for variant in variants:
-        dev = tree if variant == "bvh" else big
-        t = bench.bench(lambda: dev.launch(SPP, DEPTH, SEED, variant), timer="numba", name=variant,
-                        warmup=1, repeat=reps)
+    for name, v in VARIANTS.items():
+        if v.most_spheres is not None and scene.n > v.most_spheres:
+            continue
+        dev, spp = scenes[v.scene], v.spp or SPP
+        warmup, runs = (2, 4 * reps) if spp == 1 else (1, reps)
+        t = bench.bench(lambda: dev.launch(spp, DEPTH, SEED, v.kernel), timer="numba", name=name,
+                        warmup=warmup, repeat=runs)
         segs = int(dev.segs.copy_to_host().sum())
-        rows.append(_row(variant, "numba-cuda", W, H, SPP, t, segs, scene.n, peak))
-        images[variant] = dev.out.copy_to_host()
-    out["max_abs_vs_plain"] = {v: float(np.abs(images[v] - images["plain"]).max()) for v in variants}
-    hero = tonemap(images["plain"])
-    # 3. one sample per pixel: frames per second
-    t = bench.bench(lambda: big.launch(1, DEPTH, SEED), timer="numba", name="1 spp", warmup=2,
-                    repeat=4 * reps)
-    rows.append(_row("1 spp", "numba-cuda", W, H, 1, t, int(big.segs.copy_to_host().sum()), scene.n, peak))
-    t = bench.bench(lambda: tree.launch(1, DEPTH, SEED, "bvh"), timer="numba", name="1 spp, BVH", warmup=2,
-                    repeat=4 * reps)
-    rows.append(_row("1 spp, BVH", "numba-cuda", W, H, 1, t, int(tree.segs.copy_to_host().sum()), scene.n, peak))
-    # 4. divergence: the same spheres, all diffuse
-    same = final_scene(SEED - 1)
-    diffuse = type(same)(same.center, same.radius, np.zeros_like(same.material), same.albedo, same.fuzz)
-    one = DeviceScene(diffuse, W, H)
-    t = bench.bench(lambda: one.launch(SPP, DEPTH, SEED), timer="numba", name="all diffuse", warmup=1,
-                    repeat=reps)
-    rows.append(_row("all diffuse", "numba-cuda", W, H, SPP, t, int(one.segs.copy_to_host().sum()), scene.n, peak))
+        rows.append(_row(name, "numba-cuda", W, H, spp, t, segs, scene.n, peak))
+        if v.compare:
+            images[name] = dev.out.copy_to_host()
+    out["max_abs_vs_plain"] = {v: float(np.abs(images[v] - images[BASE]).max()) for v in images}
+    hero = tonemap(images[BASE])
     out["rows"] = rows
-    out["ptx_f64"] = {"plain": ptx_f64(render_kernel), "leaky": ptx_f64(render_kernel_leaky)}
+    out["ptx_f64"] = {"plain": ptx_f64(KERNELS["plain"]), "leaky": ptx_f64(KERNELS["leaky"])}
     from .renderer import to_png_bytes
     png = f"graphics-{H}p.png"
     out[results.FILES] = {png: to_png_bytes(hero)}      # written beside the JSON by a save only

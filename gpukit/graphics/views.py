@@ -6,6 +6,7 @@ import math
 
 from .. import pages
 from ..pages import fmt_num, fmt_ratio, fmt_time, table
+from .meta import BASE, CPU_ROWS, VARIANTS, label as short
 
 
 def _part(data: dict) -> dict:
@@ -14,11 +15,11 @@ def _part(data: dict) -> dict:
 
 def cpu_rows(p: dict) -> list[dict]:
     """The CPU rows: all cores first, then one core."""
-    return [r for r in p["rows"] if r["backend"] != "numba-cuda"]
+    return [r for r in p["rows"] if r["name"] in CPU_ROWS]
 
 
 def gpu_rows(p: dict) -> list[dict]:
-    rows = [r for r in p["rows"] if r["backend"] == "numba-cuda"]
+    rows = [r for r in p["rows"] if r["name"] in VARIANTS]
     if not rows:
         raise pages.NotRecorded("gpu rows")
     return rows
@@ -56,18 +57,11 @@ def _speed_row(r: dict, label: str) -> list:
             fmt_num(r["tests_per_s"] / 1e9, 2) if "tests_per_s" in r else "-"]
 
 
-#: short names for the tables, where a column is narrow
-SHORT = {"numba-cpu": "CPU, all cores", "numba-cpu-1core": "CPU, one core", "numba-cpu-bvh": "CPU, all cores, BVH",
-         "plain": "every sphere tested", "shared": "spheres in shared memory", "bvh": "BVH",
-         "1 spp": "1 sample per pixel", "leaky": "leaky float64 hit test", "all diffuse": "every sphere diffuse",
-         "sorted": "grouped by first-hit material", "1 spp, BVH": "1 sample per pixel, BVH"}
-
-
 @pages.renderer("graphics", "speed")
 def speed(slug: str, data: dict) -> str:
     p = _part(data)
     chosen = [r for r in p["rows"] if r["name"] in ("numba-cpu", "numba-cpu-1core", "numba-cpu-bvh", "plain", "bvh")]
-    label = {r["name"]: ("GPU, " if r["backend"] == "numba-cuda" else "") + SHORT[r["name"]] for r in chosen}
+    label = {r["name"]: ("GPU, " if r["name"] in VARIANTS else "") + short(r["name"]) for r in chosen}
     rows = [_speed_row(r, label[r["name"]]) for r in chosen]
     head = (f"**{_where(data)}**, the final scene ({p['scene']['spheres']} spheres), up to "
             f"{p['depth']} segments per path, float32\n\n")
@@ -162,28 +156,29 @@ def agreement(slug: str, data: dict) -> str:
     rows = [[f"{a['width']} x {a['height']}, {a['spp']} spp", f"{a['max_abs']:.2g}", f"{a['mean_abs']:.2g}",
              f"{100 * a['pixels_over_atol']:.3f} %"
              + ("" if share is None else f" (at most {100 * share:g} %: {'passed' if a['ok'] else '**failed**'})")]]
-    text = table(["image", "largest difference", "mean difference", f"pixels off by more than {a['atol']:g}"], rows)
-    furnace = data["gpu"].get("furnace")
-    if furnace:
-        text += "\n\nThe white-furnace check, one path per pixel:\n\n" + table(
-            ["backend", "image", "paths that hit the sphere", "of them, not returning its albedo"],
-            [[f"`{f['backend']}`", f"{f['width']} x {f['height']}", f"{f['paths_on_sphere']:,}", str(f["paths_off"])]
-             for f in furnace])
-    return text
+    return table(["image", "largest difference", "mean difference", f"pixels off by more than {a['atol']:g}"], rows)
 
 
-#: the order of the GPU kernels in the variants table
-ORDER = ["plain", "shared", "bvh", "1 spp", "1 spp, BVH", "leaky", "all diffuse", "sorted"]
+@pages.renderer("graphics", "furnace")
+def furnace(slug: str, data: dict) -> str:
+    runs = data["gpu"].get("furnace")
+    if not runs:                                # recorded before the check existed
+        raise pages.NotRecorded("furnace")
+    return table(["backend", "image", "paths that hit the sphere", "of them, not returning its albedo"],
+                 [[f"`{f['backend']}`", f"{f['width']} x {f['height']}", f"{f['paths_on_sphere']:,}",
+                   str(f["paths_off"])] for f in runs])
 
 
 @pages.renderer("graphics", "variants")
 def variants(slug: str, data: dict) -> str:
     p = data["gpu"]
-    rows = sorted(gpu_rows(p), key=lambda r: ORDER.index(r["name"]) if r["name"] in ORDER else len(ORDER))
-    plain = next(r for r in rows if r["name"] == "plain")
-    body = [[SHORT[r["name"]], fmt_num(r["segments_per_s"] / 1e9, 2), _x(_vs(r, plain)),
+    order = list(VARIANTS)
+    rows = sorted(gpu_rows(p), key=lambda r: order.index(r["name"]))
+    plain = next(r for r in rows if r["name"] == BASE)
+    body = [[short(r["name"]), fmt_num(r["segments_per_s"] / 1e9, 2), _x(_vs(r, plain)),
              fmt_time(r["median_s"]), fmt_num(1 / r["median_s"], 1), str(r["spp"]),
-             fmt_num(r["pct_fp32_peak"], 1) + " %" if "pct_fp32_peak" in r else "-"]
+             fmt_num(r["pct_fp32_peak"], 1) + " %"
+             if "pct_fp32_peak" in r and VARIANTS[r["name"]].every_sphere else "-"]
             for r in rows]
     return (f"**numba CUDA on the {data['machine']['gpu']['name']}**, {plain['width']} x "
             f"{plain['height']} pixels, up to {plain['depth']} segments per path; "
@@ -263,9 +258,6 @@ def leak(slug: str, data: dict) -> str:
 #: the chapter's targets on the GPU: frame time and segment rate of the 1080p, 16-spp frame,
 #: frames per second at 1 spp, and the GPU's rate per segment over all CPU cores'
 GOALS = {"frame_s": 0.040, "segments_per_s": 2e9, "fps_1spp": 100, "vs_cpu": 100}
-#: the kernels judged, and the 1-spp row of each (None: not measured)
-JUDGED = {"plain": ("every sphere", "1 spp"), "shared": ("every sphere, shared memory", None),
-          "bvh": ("BVH", "1 spp, BVH")}
 
 
 @pages.targets("graphics")
@@ -273,12 +265,11 @@ def chapter_targets(data: dict) -> list[pages.Target]:
     """Each target for each way of finding the nearest sphere, judged on the recorded rows."""
     p = data["gpu"]
     by = {r["name"]: r for r in p["rows"]}
-    cpu_base = {"plain": by["numba-cpu"], "shared": by["numba-cpu"], "bvh": by["numba-cpu-bvh"]}
     out = []
-    for name, (label, one_name) in JUDGED.items():
-        if name not in by:
+    for name, v in VARIANTS.items():
+        if v.judged is None or name not in by:
             continue
-        r = by[name]
+        r, label, one_name = by[name], v.judged, v.one_spp
         size = f"{r['width']} x {r['height']}, {r['spp']} spp"
         out.append(pages.Target(f"frame time, {size}, {label}", f"<= {GOALS['frame_s'] * 1e3:g} ms",
                                 fmt_time(r["median_s"]), r["median_s"] <= GOALS["frame_s"]))
@@ -292,7 +283,7 @@ def chapter_targets(data: dict) -> list[pages.Target]:
                                     f">= {GOALS['fps_1spp']} frames/s",
                                     f"{fmt_num(fps, 1)} frames/s" if one else "not recorded",
                                     fps >= GOALS["fps_1spp"] if one else None))
-        x = _vs(r, cpu_base[name])
+        x = _vs(r, by[v.cpu_row])
         out.append(pages.Target(f"GPU / all CPU cores per segment, {label} ({cpu_note(p)})",
                                 f">= {GOALS['vs_cpu']}x", fmt_ratio(x, 0), x >= GOALS["vs_cpu"]))
     return out
@@ -393,7 +384,7 @@ def raster(slug: str, data: dict) -> str:
         t = next((x for x in p["rows"] if x["name"] == name), None)
         if t:
             traced[name] = t
-            kind = "BVH" if "BVH" in name or name == "bvh" else "every sphere"
+            kind = "every sphere" if VARIANTS[name].every_sphere else "BVH"
             rows.append([f"path tracer, {t['spp']} spp, {kind}", fmt_time(t["median_s"]),
                          fmt_num(1 / t["median_s"]), "-", fmt_time(t["first_call_s"]),
                          f"{t['width']} x {t['height']}"])

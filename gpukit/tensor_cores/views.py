@@ -71,11 +71,7 @@ def render_accuracy(slug: str, data: dict) -> str:
         bound = max(cells[k]["bound"] for k in ks)
         rows.append([PRECISIONS[p][0], f"{cells[ks[0]]['unit_roundoff']:.1e}",
                      *[f"{cells[k]['max']:.1e}" for k in ks], f"{bound:.1e}"])
-    head = ("Largest error of one element of C = A W<sup>T</sup> (64 x 64 outputs, "
-            "standard-normal data rounded to each precision, sums in fp32), divided by "
-            "the same element of |A| |W|<sup>T</sup>; float64 reference; last column: the "
-            "worst-case bound at the largest K.\n\n")
-    return head + pages.table(["inputs", "unit roundoff", *[f"K = {k:,}" for k in ks],
+    return pages.table(["inputs", "unit roundoff", *[f"K = {k:,}" for k in ks],
                                "bound"], rows)
 
 
@@ -113,9 +109,7 @@ def render_checks(slug: str, data: dict) -> str:
         worst = max(c["error"] for c in r["checks"])
         shapes = ", ".join(f"{c['m']}x{c['n']}x{c['k']}" for c in r["checks"])
         rows.append([f"`{r['kernel']}`", shapes, f"{worst:.1e}"])
-    head = ("Every kernel shown on this page passed at each of these M x N x K shapes "
-            "(fresh random inputs, output filled with NaN first):\n\n")
-    return head + pages.table(["kernel", "shapes", "largest error"], rows, align="llr")
+    return pages.table(["kernel", "shapes", "largest error"], rows, align="llr")
 
 
 @pages.renderer(SLUG, "sweep")
@@ -219,38 +213,8 @@ def targets(data: dict) -> list[pages.Target]:
     return out
 
 
-#: a rung's description on the page, shown only where the results hold it passing
-CUDA_C_TEXT = {
-    "01-wmma": (
-        "WMMA fragments",
-        "The oldest way to reach the tensor cores from CUDA C is `nvcuda::wmma`: a warp "
-        "loads 16 x 16 fragments of A and B from shared memory, multiplies them with "
-        "`mma_sync` into an fp32 accumulator fragment and stores it. Each warp of the "
-        "block owns 64 x 32 of a 128 x 128 tile of C; shared-memory rows are padded so "
-        "that their starts stay 16-byte aligned, as WMMA needs.",
-        "wmma"),
-    "02-mma-sync": (
-        "mma.sync, ldmatrix, cp.async and a swizzle",
-        "One level down, in inline PTX: `mma.sync.m16n8k16` takes its operands from "
-        "registers, loaded from shared memory by `ldmatrix` (eight rows of 16 bytes per "
-        "matrix). `cp.async` copies the next tiles from global to shared memory without "
-        "passing through registers, STAGES tiles ahead, so the copies overlap the "
-        "arithmetic. Each 16-byte chunk of a shared-memory row is stored at a position "
-        "XORed with bits of the row number (a swizzle), so that the eight rows one "
-        "`ldmatrix` reads fall into eight different groups of banks.",
-        "mma"),
-    "03-wgmma-tma": (
-        "wgmma fed by TMA, warp-specialised and persistent",
-        "Hopper's own path: `wgmma.mma_async` makes a warpgroup (four warps) multiply "
-        "a 64 x 16 tile of A by a 16 x 256 tile of W straight from shared memory into "
-        "128 fp32 registers per thread, asynchronously. The copy engine (TMA) brings "
-        "128 x 64 and 256 x 64 tiles into shared memory in the 128-byte swizzled layout "
-        "wgmma reads, and counts the bytes in on an mbarrier. One producer warpgroup "
-        "issues the copies, two consumer warpgroups do the MMAs, and a second mbarrier "
-        "per slot hands the slot back. The grid has one block per SM, and each block "
-        "walks over output tiles (persistent).",
-        "wgmma"),
-}
+#: the hand-written CUDA C rungs: kernel -> (number on the page, section of tensor_cores.cu)
+CUDA_C = {"01-wmma": (1, "wmma"), "02-mma-sync": (2, "mma"), "03-wgmma-tma": (3, "wgmma")}
 
 
 def _cu_section(name: str) -> str:
@@ -262,28 +226,36 @@ def _cu_section(name: str) -> str:
     return text[start:text.index(f"// --8<-- [end:{name}]")].rstrip()
 
 
-@pages.renderer(SLUG, "cuda-c")
-def render_cuda_c(slug: str, data: dict) -> str:
+def render_rung(data: dict, kernel: str) -> str:
+    """What one CUDA C rung reached, and its code (the page describes the rung before it)."""
     gpu = data["gpu"]
     rows = ladder_rows(gpu)
-    lib = rows.get(LIBRARY)
-    parts = []
-    for i, (kernel, (title, text, section)) in enumerate(CUDA_C_TEXT.items(), 1):
-        r = rows.get(kernel)
-        if r is None or lib is None:
-            continue
-        pct = 100 * r["tflops"] / lib["tflops"]
-        code = (f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
-                f"{_cu_section(section)}\n```")
-        parts.append(f"**Rung {i}: {title}.** {text} On {pages.machine_title(data)} at "
-                     f"{gpu['n']:,}^3 it reaches {pages.fmt_num(r['tflops'])} TFLOP/s, "
-                     f"{pct:.1f} % of cuBLAS.\n\n"
-                     + pages.collapsed(f"The code of rung {i} ({section})", code))
-    if not parts:
-        return ("The three hand-written CUDA C rungs (WMMA, `mma.sync`, `wgmma` + TMA) "
-                f"were not recorded passing on {pages.machine_title(data)}; their "
-                "source is `gpukit/tensor_cores/tensor_cores.cu`.")
-    return "\n\n".join(parts)
+    r, lib = rows.get(kernel), rows.get(LIBRARY)
+    i, section = CUDA_C[kernel]
+    if r is None or lib is None:
+        return (f"It was not recorded passing on {pages.machine_title(data)}; its source is "
+                f"section `{section}` of `gpukit/tensor_cores/tensor_cores.cu`.")
+    pct = 100 * r["tflops"] / lib["tflops"]
+    code = (f'```cuda title="gpukit/tensor_cores/tensor_cores.cu ({section})"\n'
+            f"{_cu_section(section)}\n```")
+    return (f"On {pages.machine_title(data)} at {gpu['n']:,}^3 it reaches "
+            f"{pages.fmt_num(r['tflops'])} TFLOP/s, {pct:.1f} % of cuBLAS.\n\n"
+            + pages.collapsed(f"The code of rung {i} ({section})", code))
+
+
+@pages.renderer(SLUG, "wmma")
+def render_wmma(slug: str, data: dict) -> str:
+    return render_rung(data, "01-wmma")
+
+
+@pages.renderer(SLUG, "mma")
+def render_mma(slug: str, data: dict) -> str:
+    return render_rung(data, "02-mma-sync")
+
+
+@pages.renderer(SLUG, "wgmma")
+def render_wgmma(slug: str, data: dict) -> str:
+    return render_rung(data, "03-wgmma-tma")
 
 
 @pages.renderer(SLUG + "_profiles", "profiles")

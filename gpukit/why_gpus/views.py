@@ -196,159 +196,173 @@ def speedups(data: dict) -> list[list[str]]:
     return rows
 
 
-def _register() -> None:
+def _figure(data: dict, work: str) -> str:
+    return '<figure class="gpukit-plot">\n' + plot_svg(data, work) + "\n</figure>"
+
+
+@pages.renderer(NAME, "saxpy-plot")
+def saxpy_plot(slug: str, data: dict) -> str:
+    return _figure(data, "saxpy")
+
+
+@pages.renderer(NAME, "poly-plot")
+def poly_plot(slug: str, data: dict) -> str:
+    return _figure(data, "poly")
+
+
+@pages.renderer(NAME, "times")
+def times(slug: str, data: dict) -> str:
+    out = [f"**{_where(data)}**"]
     for work in ("saxpy", "poly"):
-        def plot(slug: str, data: dict, work=work) -> str:
-            return ('<figure class="gpukit-plot">\n' + plot_svg(data, work) + "\n</figure>")
-        pages.renderer(NAME, f"{work}-plot")(plot)
-
-    @pages.renderer(NAME, "times")
-    def times(slug: str, data: dict) -> str:
-        out = [f"**{_where(data)}**"]
-        for work in ("saxpy", "poly"):
-            part = data[work]
-            szs = sorted({r["size"] for r in part["rows"]})
-            for side, names in (("CPU", BACKENDS[work]), ("GPU", GPU_BACKENDS)):
-                present = [b for b in names if _at(part, b)]   # two narrower tables, not one too wide
-                if not present:
-                    continue
-                rows, timed = [], []
-                for s in szs:
-                    row = [f"{s:,}"]
-                    for b in present:
-                        r = _at(part, b, s)
-                        timed += [r] if r else []
-                        row.append(fmt_time(r["median_s"]) + pages.dagger(r)
-                                   if r else "-")
-                    rows.append(row)
-                out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
-                           + table(["elements"] + [SHORT[b] for b in present], rows)
-                           + pages.flag_note(timed))
-            for e in part.get("errors", []):
-                out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
-        return pages.collapsed("Every median time, size by size", "\n\n".join(out))
-
-    @pages.renderer(NAME, "summary")
-    def summary(slug: str, data: dict) -> str:
-        rows = []
-        for work in ("saxpy", "poly"):
-            part = data[work]
-            top = max(r["size"] for r in part["rows"])
-            best = _best_cpu_row(part, top)
-            one = _at(part, "numba-1core") or _at(part, "numba-1core-naive")
-            picked = []
-            for r in [one, best] + [_at(part, b, top) for b in GPU_BACKENDS]:
-                if r is None or any(r is p for p in picked):
-                    continue
-                picked.append(r)
-                ref = _best_cpu_row(part, r["size"])     # compared at the row's own size
-                label = SHORT[r["backend"]] + (" (best CPU)" if r is ref else "")
-                rate = (f"{fmt_num(r['gbs'], 1)} GB/s" if work == "saxpy"
-                        else f"{fmt_num(r['gflops'], 1)} GFLOP/s")
-                rows.append([work if work == "saxpy" else "polynomial", label,
-                             f"{ref['median_s'] / r['median_s']:.2f}x", rate,
-                             fmt_time(r["median_s"]), f"{r['size']:,}"])
-        return f"**{_where(data)}**\n\n" + table(
-            ["workload", "implementation", "vs best CPU", "rate", "median", "elements"],
-            rows, "llrrrr")
-
-    @pages.renderer(NAME, "key-numbers")
-    def key(slug: str, data: dict) -> str:
-        rows = [list(r) for r in key_numbers(data)]
-        text = f"**{_where(data)}**\n\n" + table(["", "measured"], rows, "lr")
-        return pages.collapsed(f"Key numbers ({len(rows)} rows)", text) if len(rows) > 12 else text
-
-    @pages.renderer(NAME, "speedups")
-    def speed(slug: str, data: dict) -> str:
-        if not data["machine"].get("gpu"):
-            raise pages.NotRecorded("gpu")
-        return f"**{_where(data)}**\n\n" + table(
-            ["workload", "CPU implementation", "GPU kernel faster by", "with pinned copies",
-             "elements"], speedups(data), "llrrr")
-
-    @pages.renderer(NAME, "crossover")
-    def cross(slug: str, data: dict) -> str:
-        if not data["machine"].get("gpu"):
-            raise pages.NotRecorded("gpu")
-        rows = []
-        for work in ("saxpy", "poly"):
-            c = data[work].get("crossover", {})
-            rows.append([TITLES[work]] + [f"{c[b]:,}" if c.get(b) else "never (up to "
-                                          f"{data[work]['n']:,})" for b in GPU_BACKENDS])
-        return f"**{_where(data)}**\n\n" + table(
-            ["workload", "GPU kernel alone", "with copies, pageable", "with copies, pinned"], rows, "lrrr")
-
-    @pages.renderer(NAME, "poly-kernels")
-    def poly_kernels(slug: str, data: dict) -> str:
-        pk = data["poly_kernels"]
-        if not pk.get("rows"):
-            raise pages.NotRecorded("poly_kernels")
-        rows = []
-        for r in pk["rows"]:
-            mark = " (kept)" if r["elems"] == pk["best_elems"] else ""
-            rows.append([r["kernel"] + mark, fmt_time(r["median_s"]), fmt_num(r["tflops"], 1),
-                         f"{r['pct_of_peak']:.0f} %" if r.get("pct_of_peak") else "-",
-                         f"{r['max_rel_err']:.1e}"])
-        text = (f"**{_where(data)}**, {pk['n']:,} elements, degree {DEGREE}\n\n"
-                + table(["kernel", "median", "TFLOP/s", "of peak FP32", "max relative error"], rows, "lrrrr"))
-        ptx = pk["rows"][0].get("ptx", {})
-        if "fma" in ptx:
-            text += (f"\n\nnumba's kernel compiles to PTX with {ptx['fma']} multiply-adds and "
-                     f"{ptx['const_loads']} loads from constant memory"
-                     + (": one load for every multiply-add." if ptx["fma"] == ptx["const_loads"] else "."))
-        return text
-
-    @pages.renderer(NAME, "hardware")
-    def hardware(slug: str, data: dict) -> str:
-        h = data["hardware"]
-        c, g = h["cpu"], h.get("gpu")
-        sax, pol = data["saxpy"], data["poly"]
-        top_s = max(r["size"] for r in sax["rows"])
-        top_p = max(r["size"] for r in pol["rows"])
-        cpu_bw = _best_cpu_row(sax, top_s)["gbs"]
-        cpu_fl = _best_cpu_row(pol, top_p)["gflops"]
-        simd = "AVX-512" if c["fp32_lanes"] == 16 else "AVX2" if c["fp32_lanes"] == 8 else "SSE"
-        clock = f"{c['clock_mhz']:,.0f} MHz" if c.get("clock_mhz") else "unknown"
-        rows = [
-            ["parallel units", f"{c['cores_used']} cores (numba threads)", f"{g['sms']} SMs" if g else "-"],
-            ["FP32 lanes per unit", f"{c['fp32_lanes']} ({simd})",
-             f"{g['fp32_lanes_per_sm']} (compute capability {g['compute_capability']})" if g else "-"],
-            ["clock (as reported)", clock, f"{g['clock_mhz']:,.0f} MHz" if g and g.get("clock_mhz") else "-"],
-            ["peak FP32, units x lanes x 2 (FMA) x clock",
-             f"{fmt_num(c.get('peak_gflops_1fma'))} GFLOP/s (one FMA unit per core)",
-             f"{fmt_num(g['peak_tflops'] * 1e3)} GFLOP/s" if g and g.get("peak_tflops") else "-"],
-            ["measured, polynomial (best)", f"{fmt_num(cpu_fl, 1)} GFLOP/s",
-             f"{fmt_num(_at(pol, 'gpu-kernel', top_p)['gflops'], 1)} GFLOP/s" if g and _at(pol, "gpu-kernel", top_p) else "-"],
-            ["measured, SAXPY (best)", f"{fmt_num(cpu_bw, 1)} GB/s",
-             f"{fmt_num(_at(sax, 'gpu-kernel', top_s)['gbs'], 1)} GB/s" if g and _at(sax, "gpu-kernel", top_s) else "-"],
-        ]
-        if g and g.get("theoretical_bandwidth_gbs"):
-            rows.append(["memory bandwidth, data sheet (from the driver)", "-",
-                         f"{fmt_num(g['theoretical_bandwidth_gbs'])} GB/s"])
-        head = ["", f"CPU: {c['model']}", f"GPU: {g['name']}" if g else "GPU: none"]
-        text = table(head, rows, "lrr")
-        if g:
-            gk_p, gk_s = _at(pol, "gpu-kernel", top_p), _at(sax, "gpu-kernel", top_s)
-            ratios = [["peak FP32, one FMA unit per CPU core",
-                       f"{g['peak_tflops'] * 1e3 / c['peak_gflops_1fma']:.0f}x" if c.get("peak_gflops_1fma")
-                       and g.get("peak_tflops") else "-",
-                       f"{gk_p['gflops'] / cpu_fl:.0f}x" if gk_p else "-"],
-                      ["memory bandwidth", "-", f"{gk_s['gbs'] / cpu_bw:.0f}x" if gk_s else "-"]]
-            text += "\n\n" + table(["GPU / CPU", "from the hardware", "measured (kernel alone)"], ratios, "lrr")
-        return f"**{_where(data)}**\n\n" + text
-
-    @pages.renderer(NAME, "first-call")
-    def first_call(slug: str, data: dict) -> str:
-        rows = []
-        for work in ("saxpy", "poly"):
-            for b, f in data[work].get("first_calls", {}).items():
-                rows.append([work, LABELS[b], f"{f['size']:,}", fmt_time(f["first_call_s"]),
-                             fmt_time(f["median_s"])])
-        text = f"**{_where(data)}**\n\n" + table(
-            ["workload", "implementation", "first call (numba: includes compiling)", "steady state",
-             "elements"], [[r[0], r[1], r[3], r[4], r[2]] for r in rows], "llrrr")
-        return pages.collapsed(f"First call and steady state ({len(rows)} rows)", text) \
-            if len(rows) > 12 else text
+        part = data[work]
+        szs = sorted({r["size"] for r in part["rows"]})
+        for side, names in (("CPU", BACKENDS[work]), ("GPU", GPU_BACKENDS)):
+            present = [b for b in names if _at(part, b)]   # two narrower tables, not one too wide
+            if not present:
+                continue
+            rows, timed = [], []
+            for s in szs:
+                row = [f"{s:,}"]
+                for b in present:
+                    r = _at(part, b, s)
+                    timed += [r] if r else []
+                    row.append(fmt_time(r["median_s"]) + pages.dagger(r)
+                               if r else "-")
+                rows.append(row)
+            out.append(f"*{TITLES[work]}*, median time per call, {side}\n\n"
+                       + table(["elements"] + [SHORT[b] for b in present], rows)
+                       + pages.flag_note(timed))
+        for e in part.get("errors", []):
+            out.append(f"`{e.get('backend', '?')}` failed at n = {e.get('size', '?')}: `{e['error']}`")
+    return pages.collapsed("Every median time, size by size", "\n\n".join(out))
 
 
-_register()
+@pages.renderer(NAME, "summary")
+def summary(slug: str, data: dict) -> str:
+    rows = []
+    for work in ("saxpy", "poly"):
+        part = data[work]
+        top = max(r["size"] for r in part["rows"])
+        best = _best_cpu_row(part, top)
+        one = _at(part, "numba-1core") or _at(part, "numba-1core-naive")
+        picked = []
+        for r in [one, best] + [_at(part, b, top) for b in GPU_BACKENDS]:
+            if r is None or any(r is p for p in picked):
+                continue
+            picked.append(r)
+            ref = _best_cpu_row(part, r["size"])     # compared at the row's own size
+            label = SHORT[r["backend"]] + (" (best CPU)" if r is ref else "")
+            rate = (f"{fmt_num(r['gbs'], 1)} GB/s" if work == "saxpy"
+                    else f"{fmt_num(r['gflops'], 1)} GFLOP/s")
+            rows.append([work if work == "saxpy" else "polynomial", label,
+                         f"{ref['median_s'] / r['median_s']:.2f}x", rate,
+                         fmt_time(r["median_s"]), f"{r['size']:,}"])
+    return f"**{_where(data)}**\n\n" + table(
+        ["workload", "implementation", "vs best CPU", "rate", "median", "elements"],
+        rows, "llrrrr")
+
+
+@pages.renderer(NAME, "key-numbers")
+def key(slug: str, data: dict) -> str:
+    rows = [list(r) for r in key_numbers(data)]
+    text = f"**{_where(data)}**\n\n" + table(["", "measured"], rows, "lr")
+    return pages.collapsed(f"Key numbers ({len(rows)} rows)", text) if len(rows) > 12 else text
+
+
+@pages.renderer(NAME, "speedups")
+def speed(slug: str, data: dict) -> str:
+    if not data["machine"].get("gpu"):
+        raise pages.NotRecorded("gpu")
+    return f"**{_where(data)}**\n\n" + table(
+        ["workload", "CPU implementation", "GPU kernel faster by", "with pinned copies",
+         "elements"], speedups(data), "llrrr")
+
+
+@pages.renderer(NAME, "crossover")
+def cross(slug: str, data: dict) -> str:
+    if not data["machine"].get("gpu"):
+        raise pages.NotRecorded("gpu")
+    rows = []
+    for work in ("saxpy", "poly"):
+        c = data[work].get("crossover", {})
+        rows.append([TITLES[work]] + [f"{c[b]:,}" if c.get(b) else "never (up to "
+                                      f"{data[work]['n']:,})" for b in GPU_BACKENDS])
+    return f"**{_where(data)}**\n\n" + table(
+        ["workload", "GPU kernel alone", "with copies, pageable", "with copies, pinned"], rows, "lrrr")
+
+
+@pages.renderer(NAME, "poly-kernels")
+def poly_kernels(slug: str, data: dict) -> str:
+    pk = data["poly_kernels"]
+    if not pk.get("rows"):
+        raise pages.NotRecorded("poly_kernels")
+    rows = []
+    for r in pk["rows"]:
+        mark = " (kept)" if r["elems"] == pk["best_elems"] else ""
+        rows.append([r["kernel"] + mark, fmt_time(r["median_s"]), fmt_num(r["tflops"], 1),
+                     f"{r['pct_of_peak']:.0f} %" if r.get("pct_of_peak") else "-",
+                     f"{r['max_rel_err']:.1e}"])
+    text = (f"**{_where(data)}**, {pk['n']:,} elements, degree {DEGREE}\n\n"
+            + table(["kernel", "median", "TFLOP/s", "of peak FP32", "max relative error"], rows, "lrrrr"))
+    ptx = pk["rows"][0].get("ptx", {})
+    if "fma" in ptx:
+        text += (f"\n\nnumba's kernel compiles to PTX with {ptx['fma']} multiply-adds and "
+                 f"{ptx['const_loads']} loads from constant memory"
+                 + (": one load for every multiply-add." if ptx["fma"] == ptx["const_loads"] else "."))
+    return text
+
+
+@pages.renderer(NAME, "hardware")
+def hardware(slug: str, data: dict) -> str:
+    h = data["hardware"]
+    c, g = h["cpu"], h.get("gpu")
+    sax, pol = data["saxpy"], data["poly"]
+    top_s = max(r["size"] for r in sax["rows"])
+    top_p = max(r["size"] for r in pol["rows"])
+    cpu_bw = _best_cpu_row(sax, top_s)["gbs"]
+    cpu_fl = _best_cpu_row(pol, top_p)["gflops"]
+    simd = "AVX-512" if c["fp32_lanes"] == 16 else "AVX2" if c["fp32_lanes"] == 8 else "SSE"
+    clock = f"{c['clock_mhz']:,.0f} MHz" if c.get("clock_mhz") else "unknown"
+    rows = [
+        ["parallel units", f"{c['cores_used']} cores (numba threads)", f"{g['sms']} SMs" if g else "-"],
+        ["FP32 lanes per unit", f"{c['fp32_lanes']} ({simd})",
+         f"{g['fp32_lanes_per_sm']} (compute capability {g['compute_capability']})" if g else "-"],
+        ["clock (as reported)", clock, f"{g['clock_mhz']:,.0f} MHz" if g and g.get("clock_mhz") else "-"],
+        ["peak FP32, units x lanes x 2 (FMA) x clock",
+         f"{fmt_num(c.get('peak_gflops_1fma'))} GFLOP/s (one FMA unit per core)",
+         f"{fmt_num(g['peak_tflops'] * 1e3)} GFLOP/s" if g and g.get("peak_tflops") else "-"],
+        ["measured, polynomial (best)", f"{fmt_num(cpu_fl, 1)} GFLOP/s",
+         f"{fmt_num(_at(pol, 'gpu-kernel', top_p)['gflops'], 1)} GFLOP/s" if g and _at(pol, "gpu-kernel", top_p) else "-"],
+        ["measured, SAXPY (best)", f"{fmt_num(cpu_bw, 1)} GB/s",
+         f"{fmt_num(_at(sax, 'gpu-kernel', top_s)['gbs'], 1)} GB/s" if g and _at(sax, "gpu-kernel", top_s) else "-"],
+    ]
+    if g and g.get("theoretical_bandwidth_gbs"):
+        rows.append(["memory bandwidth, data sheet (from the driver)", "-",
+                     f"{fmt_num(g['theoretical_bandwidth_gbs'])} GB/s"])
+    head = ["", f"CPU: {c['model']}", f"GPU: {g['name']}" if g else "GPU: none"]
+    text = table(head, rows, "lrr")
+    if g:
+        gk_p, gk_s = _at(pol, "gpu-kernel", top_p), _at(sax, "gpu-kernel", top_s)
+        ratios = [["peak FP32, one FMA unit per CPU core",
+                   f"{g['peak_tflops'] * 1e3 / c['peak_gflops_1fma']:.0f}x" if c.get("peak_gflops_1fma")
+                   and g.get("peak_tflops") else "-",
+                   f"{gk_p['gflops'] / cpu_fl:.0f}x" if gk_p else "-"],
+                  ["memory bandwidth", "-", f"{gk_s['gbs'] / cpu_bw:.0f}x" if gk_s else "-"]]
+        text += "\n\n" + table(["GPU / CPU", "from the hardware", "measured (kernel alone)"], ratios, "lrr")
+    return f"**{_where(data)}**\n\n" + text
+
+
+@pages.renderer(NAME, "first-call")
+def first_call(slug: str, data: dict) -> str:
+    rows = []
+    for work in ("saxpy", "poly"):
+        for b, f in data[work].get("first_calls", {}).items():
+            rows.append([work, LABELS[b], f"{f['size']:,}", fmt_time(f["first_call_s"]),
+                         fmt_time(f["median_s"])])
+    text = f"**{_where(data)}**\n\n" + table(
+        ["workload", "implementation", "first call (numba: includes compiling)", "steady state",
+         "elements"], [[r[0], r[1], r[3], r[4], r[2]] for r in rows], "llrrr")
+    return pages.collapsed(f"First call and steady state ({len(rows)} rows)", text) \
+        if len(rows) > 12 else text
+
+
