@@ -110,7 +110,6 @@ LAYER_DEBT = {
     "exercises/views.py": {".pictures", ".puzzles"},
     "glossary/views.py": {"..device", "..gpu_anatomy.kernels"},
     "gpu_anatomy/views.py": {"..device"},
-    "mandelbrot/views.py": {"..files", ".image", ".kernels"},
     "matmul/views.py": {"..device"},
     "profiling/views.py": {".pipeline"},
     "simulation/views.py": {".picture"},
