@@ -111,8 +111,6 @@ LAYER_DEBT = {
     "glossary/views.py": {"..device", "..gpu_anatomy.kernels"},
     "gpu_anatomy/views.py": {"..device"},
     "matmul/views.py": {"..device"},
-    "profiling/views.py": {".pipeline"},
-    "simulation/views.py": {".picture"},
 }
 
 
