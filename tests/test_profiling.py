@@ -555,6 +555,28 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     assert "covered 50 %" in after and "at most **5 %**" in after   # (150 - 50) us of 2000 us
 
 
+def test_views_read_the_other_records_beside_the_one_they_render(tmp_path):
+    """Views and the card that join records read them from the results folder being rendered
+    (``render(root=)``), on the same machine, never from the project's results."""
+    ref = results.reference_machine()
+    machine = {**device.machine_record(), "slug": ref, "gpu": {"name": "synthetic GPU"}}
+    results.save("profiling", {"gpu": _synthetic_gpu_part()}, root=tmp_path, machine=machine)
+    rows = _real_rows()
+    results.save("profiles", {"gpu": {"n": len(rows), "rows": rows, "failed": [],
+                                      "ncu_version": "sample", "sections": list(ncu.SECTIONS),
+                                      "warmup_launches": 2}}, root=tmp_path, machine=machine)
+    assert "of the FP32 peak" not in pages.render("profiles", "horner", root=tmp_path)
+    assert "fp32 peak" not in pages.render("profiling", "card", root=tmp_path)
+    records = pages.render("profiling", "records", root=tmp_path)
+    assert "`profiling.json`" in records and "`profiles.json`" in records
+    assert "synthetic GPU" in records
+    results.save("why_gpus", {"hardware": {"gpu": {"peak_tflops": 50.0}}}, root=tmp_path,
+                 machine=machine)
+    horner = pages.render("profiles", "horner", root=tmp_path)
+    assert "of the FP32 peak of 50.0 TFLOP/s" in horner
+    assert "of the GPU's fp32 peak" in pages.render("profiling", "card", root=tmp_path)
+
+
 # ------------------------------------------------------------------ real GPU
 
 @pytest.mark.gpu
