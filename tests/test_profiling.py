@@ -400,6 +400,8 @@ def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
                  root=tmp_path, machine=machine)
     summary = pages.render("profiles", "summary", root=tmp_path)
     assert "| 82.5 |" in summary and "matmul warptile" in summary
+    settings = pages.render("profiles", "settings", root=tmp_path)
+    assert "Nsight Compute sample, sections" in settings and "2 earlier ones" in settings
     stalls = pages.render("profiles", "stalls", root=tmp_path)
     assert "1,048,576" in stalls and "long scoreboard" in stalls
     law = pages.render("profiles", "littles-law", root=tmp_path)

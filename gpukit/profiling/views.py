@@ -309,16 +309,20 @@ def summary(slug: str, data: dict) -> str:
         rows.append([_name(r), fmt_time(r["duration_s"]), _bare(r["dram_pct"]), _bare(r.get("memory_pct")),
                      _bare(r["sm_pct"]), _occupancy(r),
                      fmt_num(r.get("tflops"), 2) if r.get("tflops") else "-"])
+    return table(["kernel", "duration", "DRAM %", "memory %", "SM %", "occupancy %", "TFLOP/s"], rows)
+
+
+@pages.renderer("profiles", "settings")
+def settings(slug: str, data: dict) -> str:
+    """How Nsight Compute ran, and the kernels it could not profile."""
+    _profiles(data)
     failed = data["gpu"]["failed"]
     note = ("\n\nNot profiled: " + "; ".join(f"{f['label']} ({f['error']})" for f in failed)) if failed else ""
     p = data["gpu"]
-    return (table(["kernel", "duration", "DRAM %", "memory %", "SM %", "occupancy %", "TFLOP/s"], rows)
-            + "\n\nDRAM, memory (its busiest unit) and SM in % of their peak; occupancy achieved (and "
-              "theoretical) in % of the warp slots."
-            + f"\n\nNsight Compute {p['ncu_version'] or ''}, sections {', '.join(p['sections'])}, clocks "
-              f"left as they were (`--clock-control none`); the launch after {p['warmup_launches']} "
-              f"earlier ones. TFLOP/s are the FLOPs the work needs, counted from the code, over ncu's "
-              f"duration." + note)
+    return (f"Nsight Compute {p['ncu_version'] or ''}, sections {', '.join(p['sections'])}, clocks "
+            f"left as they were (`--clock-control none`); the launch after {p['warmup_launches']} "
+            "earlier ones. TFLOP/s are the FLOPs the work needs, counted from the code, over ncu's "
+            "duration." + note)
 
 
 @pages.renderer("profiles", "stalls")

@@ -365,13 +365,10 @@ def anchor(slug: str, data: dict) -> str:
              fmt_num(r["mlups"]), fmt_num(r["mlups"] * r["bytes_per_cell"] / 1e3), f"{r['pct_spec']} %", "-"]
             for r in FLUIDX3D["rows"]]
     box = gpu_rows(data["gpu"])["lbm_box"]
-    source = (f"<small>FluidX3D: the {FLUIDX3D['gpu']} row of the [single-GPU benchmark table in its "
-              f"README]({FLUIDX3D['source']}), published numbers, not measured here; its GB/s is MLUPs/s "
-              "x bytes.</small>")
     if box is None:                                  # recorded before the box was timed
         return (table(["code (arithmetic/storage)", "bytes per update", "MLUPs/s", "GB/s",
                        f"of {spec:,} GB/s (data sheet)", "of the copy"], rows, "llrrrr")
-                + "\n\nThe chapter's kernel on an obstacle-free box is not in this record.\n\n" + source)
+                + "\n\nThe chapter's kernel on an obstacle-free box is not in this record.")
     rows.append([f"this chapter, D2Q9, FP32/FP32, obstacle-free box {box['size']}, **measured**",
                  f"9 x 2 x 4 + 1 cell type = {LBM_BYTES_PER_CELL}", fmt_num(box["rate"] / 1e6),
                  fmt_num(box["gbs"]), _pct(100 * box["gbs"] / spec), _pct(box["pct_copy"])])
@@ -383,7 +380,7 @@ def anchor(slug: str, data: dict) -> str:
                "the bytes.")
     return (table(["code (arithmetic/storage)", "bytes per update", "MLUPs/s", "GB/s",
                    f"of {spec:,} GB/s (data sheet)", "of the copy"], rows, "llrrrr")
-            + f"\n\n{verdict}\n\n{source}")
+            + f"\n\n{verdict}")
 
 
 @pages.renderer("simulation", "heat")
