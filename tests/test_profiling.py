@@ -446,8 +446,9 @@ def test_sass_views_with_the_new_fields(tmp_path):
     fix = pages.render("profiles", "horner-fix", root=tmp_path)
     assert "|  | numba loop | CUDA C, 4 per thread |" in fix
     assert "| busiest pipe | ALU 92 % | FMA 75 % |" in fix and "| FFMA share | 12.0 % | 65.0 % |" in fix
-    assert "faster" in fix and "fewer for the same polynomial" in fix and "(`LDC`) per multiply-add" in fix
-    assert "not in this record" not in fix
+    change = pages.render("profiles", "horner-change", root=tmp_path)
+    assert "faster" in change and "fewer for the same polynomial" in change
+    assert "(`LDC`) per multiply-add" in change and "not in this record" not in change
     mix = pages.render("profiles", "mix", root=tmp_path)
     assert mix.count("| Horner") == 2 and "| **FFMA 65.0**, ULDC 10," in mix and "matmul" in mix
     assert "| Horner, numba (why GPUs) (139 M) | **FFMA 12.0**, IMAD 33, LDC 15, SEL 15," in mix
@@ -468,15 +469,17 @@ def test_sass_views_on_an_old_record(tmp_path):
     fix = pages.render("profiles", "horner-fix", root=tmp_path)
     assert "|  | numba loop |" in fix and "CUDA C" not in fix.split("\n\n")[0]
     assert "| FFMA share | - |" in fix and "| busiest pipe | - |" in fix     # not in the old record
-    assert "not in this record" in fix and "faster" not in fix
+    change = pages.render("profiles", "horner-change", root=tmp_path)
+    assert "not in this record" in change and "faster" not in change
     for view in ("mix", "sass"):
         assert "holds no instruction statistics" in pages.render("profiles", view, root=tmp_path)
     horner = pages.render("profiles", "horner", root=tmp_path)
     assert "(`FFMA`)" not in horner and "busiest execution pipe" not in horner
     assert "no count of shared-memory accesses" in views._shared_accesses(rows[0])
     _save_rows(tmp_path, [r for r in rows if r["name"] != NUMBA])
-    with pytest.raises(pages.MissingResults):          # no Horner row at all: nothing to show
-        pages.render("profiles", "horner-fix", root=tmp_path)
+    for view in ("horner-fix", "horner-change"):       # no Horner row at all: nothing to show
+        with pytest.raises(pages.MissingResults):
+            pages.render("profiles", view, root=tmp_path)
 
 
 def _synthetic_gpu_part() -> dict:

@@ -616,15 +616,19 @@ def horner_fix(slug: str, data: dict) -> str:
              "busiest pipe": _busiest_pipe,
              "top stall": _top_stall}
     rows = [[what] + [fn(r) for r in shown] for what, fn in cells.items()]
-    text = table([""] + [HORNER_SHORT[r["name"]] for r in shown], rows)
-    text += ("\n\nTFLOP/s: the multiply-adds the polynomial needs (counted from the code) over ncu's duration. "
-             "FFMA share: of the warp instructions the kernel executed, the fused multiply-adds, read off its "
-             "SASS. Busiest pipe: the execution pipe that executed the most instructions for its peak, in % of "
-             "that peak. Top stall: the largest reason other than *selected*, in cycles per issued instruction.")
+    return table([""] + [HORNER_SHORT[r["name"]] for r in shown], rows)
+
+
+@pages.renderer("profiles", "horner-change")
+def horner_change(slug: str, data: dict) -> str:
+    """What changed from numba's Horner loop to the CUDA C kernel: time and instructions."""
+    found = {r["name"]: r for r in _profiles(data) if r["name"] in HORNER}
+    if HORNER[0] not in found:
+        raise NotRecorded(HORNER[0])
     before, after = found[HORNER[0]], found.get(HORNER[1])
     if after is None:
-        return text + ("\n\nThe CUDA C kernel is not in this record: `gpukit profile why-gpus-horner-cuda-c` "
-                       "profiles it.")
+        return ("The CUDA C kernel is not in this record: `gpukit profile why-gpus-horner-cuda-c` "
+                "profiles it.")
     lines = []
     if before["n"] == after["n"] and before.get("duration_s") and after.get("duration_s"):
         lines.append(f"On the same {before['n']:,} elements, the CUDA C kernel took "
@@ -639,7 +643,9 @@ def horner_fix(slug: str, data: dict) -> str:
     if lc and ff:
         lines.append(f"numba's kernel executed {fmt_num(lc / ff, 2)} constant loads (`LDC`) per multiply-add "
                      "(`FFMA`).")
-    return text + ("\n\n" + "\n".join(f"- {x}" for x in lines) if lines else "")
+    if not lines:
+        return "The record holds neither the two kernels' times on the same elements nor their instructions."
+    return "\n".join(f"- {x}" for x in lines)
 
 
 def _no_sass(data: dict) -> str:
