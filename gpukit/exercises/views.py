@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from .. import pages
 from ..pages import fmt_num, fmt_time, table
 from .diagrams import svg
@@ -338,25 +340,22 @@ def flow() -> str:
             + "\n".join(parts) + "\n</svg>\n</div>")
 
 
-def _puzzle_view(num: int):
+def puzzle(num: int) -> str:
     """Puzzle ``num`` on the page: what it teaches and its task, open; the picture, the rules,
     the starter, the hints and the solution folded under one line."""
-    def view() -> str:
-        p = text(num)
-        rules = "\n".join(f"- {r}" for r in p.rules)
-        inner = (f"{svg(num)}\n\n**Rules.**\n\n{rules}\n\n"
-                 f"Your kernel is `{p.kernel}({', '.join(p.args)})`; the checker launches it.\n\n"
-                 f'```python title="gpukit/exercises/starters/{p.file} (the starter)"\n'
-                 f'--8<-- "gpukit/exercises/starters/{p.file}"\n```\n\n'
-                 f'??? tip "Hint 1"\n    {p.hints[0]}\n\n??? tip "Hint 2"\n    {p.hints[1]}\n\n'
-                 f'??? success "Solution"\n'
-                 f'    ```python title="gpukit/exercises/solutions/{p.file}"\n'
-                 f'    --8<-- "gpukit/exercises/solutions/{p.file}"\n    ```')
-        return (f"*Teaches: {p.teaches}.* {p.task}\n\n"
-                + pages.collapsed(f"Puzzle {num}: picture, rules, starter, hints, solution",
-                                  inner))
-    return view
+    p = text(num)
+    rules = "\n".join(f"- {r}" for r in p.rules)
+    inner = (f"{svg(num)}\n\n**Rules.**\n\n{rules}\n\n"
+             f"Your kernel is `{p.kernel}({', '.join(p.args)})`; the checker launches it.\n\n"
+             f'```python title="gpukit/exercises/starters/{p.file} (the starter)"\n'
+             f'--8<-- "gpukit/exercises/starters/{p.file}"\n```\n\n'
+             f'??? tip "Hint 1"\n    {p.hints[0]}\n\n??? tip "Hint 2"\n    {p.hints[1]}\n\n'
+             f'??? success "Solution"\n'
+             f'    ```python title="gpukit/exercises/solutions/{p.file}"\n'
+             f'    --8<-- "gpukit/exercises/solutions/{p.file}"\n    ```')
+    return (f"*Teaches: {p.teaches}.* {p.task}\n\n"
+            + pages.collapsed(f"Puzzle {num}: picture, rules, starter, hints, solution", inner))
 
 
-for _n in range(1, 21):
-    pages.data_renderer("exercises", f"p{_n:02d}")(_puzzle_view(_n))
+for _t in TEXTS:          # one view per puzzle, ``<!-- data:exercises:p01 -->`` and on
+    pages.data_renderer("exercises", f"p{_t.num:02d}")(functools.partial(puzzle, _t.num))
