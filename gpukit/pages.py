@@ -66,13 +66,10 @@ class Record(dict):
     instead of KeyError: a view may skip a machine only for a part it did not record, never
     for a typo deeper down.
 
-    It knows its machine and its results folder (the ``root`` given to :func:`render`), so a
-    view reads what lies beside it there: :meth:`other` and :meth:`file`."""
+    ``root`` is the results folder it was read from (None: the project's), so that a view which
+    also reads another file (:func:`gpukit.results.other`) reads it from the same folder."""
 
-    def __init__(self, data=(), *, machine: str | None = None, root: Path | None = None):
-        super().__init__(data)
-        self.machine_slug = machine or (dict.get(self, "machine") or {}).get("slug")
-        self.root = root
+    root: Path | None = None
 
     def __getitem__(self, key):
         try:
@@ -80,11 +77,20 @@ class Record(dict):
         except KeyError:
             raise NotRecorded(key) from None
 
+    @property
+    def machine_slug(self) -> str | None:
+        """The machine that made the record: the name of its folder under the results root."""
+        return (dict.get(self, "machine") or {}).get("slug")
+
     def other(self, name: str) -> Record | None:
         """The same machine's record of results ``name``, from the same results folder; None
         where that machine did not record it."""
         found = results.load(name, root=self.root).get(self.machine_slug)
-        return None if found is None else Record(found, machine=self.machine_slug, root=self.root)
+        if found is None:
+            return None
+        record = Record(found)
+        record.root = self.root
+        return record
 
     def file(self, name: str) -> bytes:
         """A file saved beside this record (through :data:`gpukit.results.FILES`)."""
@@ -394,7 +400,9 @@ def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Blo
     for slug, data in sorted(found.items(), key=lambda kv: (kv[0] != ref, kv[1]["machine"].get("gpu") is None,
                                                              kv[0])):
         try:
-            body = fn(slug, Record(data, machine=slug, root=root))
+            record = Record(data)
+            record.root = root
+            body = fn(slug, record)
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:

@@ -337,7 +337,7 @@ def test_gallery_is_drawn_at_record_time_and_read_beside_the_record(tmp_path):
     shown = [base64.b64decode(u) for u in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
     assert shown == [files[g[0]] for g in GALLERY] and all(g[1] in html for g in GALLERY)
     with pytest.raises(ValueError):               # only a file beside the record
-        pages.Record(record, machine=ref, root=tmp_path).file(f"../{ref}/{GALLERY[0][0]}")
+        pages.Record(record).file(f"../{ref}/{GALLERY[0][0]}")
     (folder / GALLERY[0][0]).unlink()
     with pytest.raises(FileNotFoundError):
         pages.render("mandelbrot", "gallery", root=tmp_path)
