@@ -64,13 +64,39 @@ class NotRecorded(LookupError):
 class Record(dict):
     """A results file as loaded, where a missing top-level part raises :class:`NotRecorded`
     instead of KeyError: a view may skip a machine only for a part it did not record, never
-    for a typo deeper down."""
+    for a typo deeper down.
+
+    ``root`` is the results folder it was read from (None: the project's), so that a view which
+    also reads another file (:func:`gpukit.results.other`) reads it from the same folder."""
+
+    root: Path | None = None
 
     def __getitem__(self, key):
         try:
             return dict.__getitem__(self, key)
         except KeyError:
             raise NotRecorded(key) from None
+
+    @property
+    def machine_slug(self) -> str | None:
+        """The machine that made the record: the name of its folder under the results root."""
+        return (dict.get(self, "machine") or {}).get("slug")
+
+    def other(self, name: str) -> Record | None:
+        """The same machine's record of results ``name``, from the same results folder; None
+        where that machine did not record it."""
+        found = results.load(name, root=self.root).get(self.machine_slug)
+        if found is None:
+            return None
+        record = Record(found)
+        record.root = self.root
+        return record
+
+    def file(self, name: str) -> bytes:
+        """A file saved beside this record (through :data:`gpukit.results.FILES`)."""
+        if Path(name).name != name or not self.machine_slug:
+            raise ValueError(f"no file {name!r} beside a record of machine {self.machine_slug!r}")
+        return (Path(self.root or results.results_dir()) / self.machine_slug / name).read_bytes()
 
 
 def renderer(name: str, view: str):
@@ -317,6 +343,16 @@ def svg(fig) -> str:
     return f'<div class="gpukit-plot" markdown="0">\n{body}\n</div>'
 
 
+def image_uri(image) -> str:
+    """An image as a ``data:image/png`` address, to inline it in a page: PNG bytes as they
+    are (a file saved beside a record), or an 8-bit array encoded as an optimised PNG."""
+    import base64
+
+    from .files import png_bytes
+    blob = image if isinstance(image, bytes) else png_bytes(image, optimize=True)
+    return "data:image/png;base64," + base64.b64encode(blob).decode()
+
+
 def _load_modules() -> None:
     import importlib
     for module in CORE_VIEW_MODULES + results.view_modules():
@@ -364,7 +400,9 @@ def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Blo
     for slug, data in sorted(found.items(), key=lambda kv: (kv[0] != ref, kv[1]["machine"].get("gpu") is None,
                                                              kv[0])):
         try:
-            body = fn(slug, Record(data))
+            record = Record(data)
+            record.root = root
+            body = fn(slug, record)
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:

@@ -83,6 +83,7 @@ def _run_and_save(target: str, args: list, name: str, root: str):
     from gpukit import results
     data = results.resolve(target)(*args)
     results.save(name, data, root=root)
+    data.pop(results.FILES, None)       # saved beside the record, not in it
     return data
 
 

@@ -107,13 +107,9 @@ LAYER_DEBT = {
     "cats_vs_dogs/views.py": {".intervals"},
     "cloud/views.py": {".advisor", ".cli", ".machines", ".models"},
     "cloud/card.py": {".advisor"},
-    "exercises/views.py": {".pictures", ".puzzles"},
     "glossary/views.py": {"..device", "..gpu_anatomy.kernels"},
     "gpu_anatomy/views.py": {"..device"},
-    "mandelbrot/views.py": {"..files", ".image", ".kernels"},
     "matmul/views.py": {"..device"},
-    "profiling/views.py": {".pipeline"},
-    "simulation/views.py": {".picture"},
 }
 
 

@@ -448,6 +448,18 @@ def test_start_copies_the_starter_and_never_overwrites(tmp_path):
                                                                     text=True, env=env))
 
 
+def test_the_page_words_are_the_puzzles_words():
+    """The views read each puzzle's words from meta (no puzzle module): the puzzles are built
+    from those words, in the same order."""
+    from gpukit.exercises import meta
+    assert [t.num for t in meta.TEXTS] == [p.num for p in puzzles.PUZZLES] == list(range(1, 21))
+    for t, p in zip(meta.TEXTS, puzzles.PUZZLES):
+        assert (t.title, t.task, t.rules, t.hints, t.args, t.roof, t.file) == (
+            p.title, p.task, p.rules, p.hints, p.args, p.roof, p.file)
+    with pytest.raises(LookupError):
+        meta.text(21)
+
+
 def test_pages_render_each_puzzle_and_the_table():
     for p in puzzles.PUZZLES:
         md = pages.render_data("exercises", f"p{p.num:02d}")
@@ -515,7 +527,11 @@ def test_views_render_rates_roofs_and_targets_from_the_record():
     assert "13. Histogram](#13-histogram)**" in far and "15. Tiled matmul](#15-tiled-matmul)**" in far
     assert "measured" not in far and "?" not in far
     assert "**13. Histogram**" in questions and "**15. Tiled matmul**" in questions
-    assert questions.count("- **") == len(far.splitlines()) - 2 + 3
+    # one question per far reference, puzzle 16's and the launch shape's (the question about
+    # every reference reads the same for any record: it is written in the page)
+    assert questions.count("- **") == len(far.splitlines()) - 2 + 2
+    assert "**Every reference**" not in questions
+    assert "**Every reference**" in (ROOT / "docs" / "exercises.md").read_text(encoding="utf-8")
     assert "<svg" in views.plot("t", data) and "Left out: puzzles 1 to 5" in views.plot("t", data)
     for view in ("table", "gpu", "plot", "far", "questions", "launch"):
         assert "met**" not in pages.RENDERERS[("exercises", view)]("t", data)

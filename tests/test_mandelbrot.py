@@ -1,5 +1,6 @@
 """Mandelbrot: every backend gives the same counts; the CLI's bad input; the chapter's tables."""
 
+import re
 import subprocess
 import sys
 
@@ -225,6 +226,8 @@ def test_benchmark_and_tables_on_cpu(tmp_path):
     assert "lanes filled, at most" in pages.render("mandelbrot", "simd", root=tmp_path)
     assert "float32" in pages.render("mandelbrot", "precision", root=tmp_path)
     assert "target_backend" in pages.render("mandelbrot", "pitfall", root=tmp_path)
+    (folder,) = (f for f in tmp_path.iterdir() if f.is_dir())
+    assert len(part["gallery"]) == 2 and all((folder / g["png"]).is_file() for g in part["gallery"])
     with pytest.raises(pages.MissingResults):
         pages.render("mandelbrot", "cache", root=tmp_path)   # a GPU-only experiment
 
@@ -310,9 +313,34 @@ def test_measure_command_line_is_remeasure_cache_only():
     assert proc.returncode != 0 and "remeasure-cache" in proc.stderr
 
 
-def test_gallery_renders_two_images():
-    html = pages.render_data("mandelbrot", "gallery")
-    assert html.count("data:image/png;base64,") == 2
+def test_gallery_is_drawn_at_record_time_and_read_beside_the_record(tmp_path):
+    """The page's two pictures come from PNG files saved beside the record (no kernel runs
+    when the site is built); a record made before them says they are not recorded yet."""
+    import base64
+    import json
+
+    from gpukit import results
+    from gpukit.mandelbrot.meta import GALLERY
+    ref = results.reference_machine()
+    record = json.loads((results.PROJECT / "results" / ref / "mandelbrot.json").read_text())
+    record["gpu"].pop("gallery", None)
+    folder = tmp_path / ref
+    folder.mkdir()
+    (folder / "mandelbrot.json").write_text(json.dumps(record))
+    assert "not recorded yet" in pages.render("mandelbrot", "gallery", root=tmp_path)
+    record["gpu"]["gallery"], files = mb.gallery()
+    assert sorted(files) == sorted(g[0] for g in GALLERY)
+    (folder / "mandelbrot.json").write_text(json.dumps(record))
+    for name, blob in files.items():
+        (folder / name).write_bytes(blob)
+    html = pages.render("mandelbrot", "gallery", root=tmp_path)
+    shown = [base64.b64decode(u) for u in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+    assert shown == [files[g[0]] for g in GALLERY] and all(g[1] in html for g in GALLERY)
+    with pytest.raises(ValueError):               # only a file beside the record
+        pages.Record(record).file(f"../{ref}/{GALLERY[0][0]}")
+    (folder / GALLERY[0][0]).unlink()
+    with pytest.raises(FileNotFoundError):
+        pages.render("mandelbrot", "gallery", root=tmp_path)
 
 
 # ------------------------------------------------------------------ real GPU

@@ -400,6 +400,8 @@ def test_profile_views_render_a_record_built_from_the_sample(tmp_path):
                  root=tmp_path, machine=machine)
     summary = pages.render("profiles", "summary", root=tmp_path)
     assert "| 82.5 |" in summary and "matmul warptile" in summary
+    settings = pages.render("profiles", "settings", root=tmp_path)
+    assert "Nsight Compute sample, sections" in settings and "2 earlier ones" in settings
     stalls = pages.render("profiles", "stalls", root=tmp_path)
     assert "1,048,576" in stalls and "long scoreboard" in stalls
     law = pages.render("profiles", "littles-law", root=tmp_path)
@@ -444,8 +446,9 @@ def test_sass_views_with_the_new_fields(tmp_path):
     fix = pages.render("profiles", "horner-fix", root=tmp_path)
     assert "|  | numba loop | CUDA C, 4 per thread |" in fix
     assert "| busiest pipe | ALU 92 % | FMA 75 % |" in fix and "| FFMA share | 12.0 % | 65.0 % |" in fix
-    assert "faster" in fix and "fewer for the same polynomial" in fix and "(`LDC`) per multiply-add" in fix
-    assert "not in this record" not in fix
+    change = pages.render("profiles", "horner-change", root=tmp_path)
+    assert "faster" in change and "fewer for the same polynomial" in change
+    assert "(`LDC`) per multiply-add" in change and "not in this record" not in change
     mix = pages.render("profiles", "mix", root=tmp_path)
     assert mix.count("| Horner") == 2 and "| **FFMA 65.0**, ULDC 10," in mix and "matmul" in mix
     assert "| Horner, numba (why GPUs) (139 M) | **FFMA 12.0**, IMAD 33, LDC 15, SEL 15," in mix
@@ -466,15 +469,17 @@ def test_sass_views_on_an_old_record(tmp_path):
     fix = pages.render("profiles", "horner-fix", root=tmp_path)
     assert "|  | numba loop |" in fix and "CUDA C" not in fix.split("\n\n")[0]
     assert "| FFMA share | - |" in fix and "| busiest pipe | - |" in fix     # not in the old record
-    assert "not in this record" in fix and "faster" not in fix
+    change = pages.render("profiles", "horner-change", root=tmp_path)
+    assert "not in this record" in change and "faster" not in change
     for view in ("mix", "sass"):
         assert "holds no instruction statistics" in pages.render("profiles", view, root=tmp_path)
     horner = pages.render("profiles", "horner", root=tmp_path)
     assert "(`FFMA`)" not in horner and "busiest execution pipe" not in horner
     assert "no count of shared-memory accesses" in views._shared_accesses(rows[0])
     _save_rows(tmp_path, [r for r in rows if r["name"] != NUMBA])
-    with pytest.raises(pages.MissingResults):          # no Horner row at all: nothing to show
-        pages.render("profiles", "horner-fix", root=tmp_path)
+    for view in ("horner-fix", "horner-change"):       # no Horner row at all: nothing to show
+        with pytest.raises(pages.MissingResults):
+            pages.render("profiles", view, root=tmp_path)
 
 
 def _synthetic_gpu_part() -> dict:
@@ -565,6 +570,28 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     table_part, after = torch.split("The record's device events", 1)
     assert "`k`" in table_part and "forward" not in table_part      # a range is not a kernel
     assert "covered 50 %" in after and "at most **5 %**" in after   # (150 - 50) us of 2000 us
+
+
+def test_views_read_the_other_records_beside_the_one_they_render(tmp_path):
+    """Views and the card that join records read them from the results folder being rendered
+    (``render(root=)``), on the same machine, never from the project's results."""
+    ref = results.reference_machine()
+    machine = {**device.machine_record(), "slug": ref, "gpu": {"name": "synthetic GPU"}}
+    results.save("profiling", {"gpu": _synthetic_gpu_part()}, root=tmp_path, machine=machine)
+    rows = _real_rows()
+    results.save("profiles", {"gpu": {"n": len(rows), "rows": rows, "failed": [],
+                                      "ncu_version": "sample", "sections": list(ncu.SECTIONS),
+                                      "warmup_launches": 2}}, root=tmp_path, machine=machine)
+    assert "of the FP32 peak" not in pages.render("profiles", "horner", root=tmp_path)
+    assert "fp32 peak" not in pages.render("profiling", "card", root=tmp_path)
+    records = pages.render("profiling", "records", root=tmp_path)
+    assert "`profiling.json`" in records and "`profiles.json`" in records
+    assert "synthetic GPU" in records
+    results.save("why_gpus", {"hardware": {"gpu": {"peak_tflops": 50.0}}}, root=tmp_path,
+                 machine=machine)
+    horner = pages.render("profiles", "horner", root=tmp_path)
+    assert "of the FP32 peak of 50.0 TFLOP/s" in horner
+    assert "of the GPU's fp32 peak" in pages.render("profiling", "card", root=tmp_path)
 
 
 # ------------------------------------------------------------------ real GPU

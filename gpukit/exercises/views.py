@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from .. import pages
 from ..pages import fmt_num, fmt_time, table
+from .diagrams import svg
+from .meta import TEXTS, text
 
 
-def _puzzles():
-    from .puzzles import PUZZLES
-    return PUZZLES
 
 
 def anchor(p) -> str:
@@ -79,7 +80,7 @@ def scores(slug: str, data: dict) -> str:
     sim = data["sim"]
     if "gpu" in data:
         gpu = {r["puzzle"]: r for r in data["gpu"]["rows"]}
-        for p, r in zip(_puzzles(), sim["rows"]):
+        for p, r in zip(TEXTS, sim["rows"]):
             g = gpu.get(p.num, {})
             pct = "no roof (one block)" if p.roof is None and g.get("ok") else _pct(g)
             rows.append([f"[{p.num}. {p.title}](#{anchor(p)})", pct + pages.dagger(g),
@@ -89,7 +90,7 @@ def scores(slug: str, data: dict) -> str:
                   "accesses of any one thread." + pages.flag_note(list(gpu.values())))
         return _sim_line(sim) + "\n\n" + pages.collapsed("The twenty puzzles: minimum scores and "
                                                         "the references' speed", body)
-    for p, r in zip(_puzzles(), sim["rows"]):
+    for p, r in zip(TEXTS, sim["rows"]):
         check = "passes" if r["ok"] else f"FAILS: {r['message']}"
         rows.append([f"[{p.num}. {p.title}](#{anchor(p)})", f"{check}, {fmt_time(r['seconds'])}",
                      _score(r["minimum"]), p.teaches])
@@ -120,7 +121,7 @@ def targets(data: dict) -> list[pages.Target]:
                       for name in (_FULL, _TIMED)]
     full = sum(1 for r in g["rows"] if r["ok"])
     timed = sum(1 for r in g["rows"] if r["ok"] and r.get("percent_of_roof") is not None)
-    roofed = sum(1 for p in _puzzles() if p.roof is not None)
+    roofed = sum(1 for p in TEXTS if p.roof is not None)
     return out + [
         pages.Target(_FULL + " (outputs start as NaN, checked against NumPy in float64)",
                      f"{TARGET_ALL} ({n})",
@@ -256,7 +257,7 @@ def far(slug: str, data: dict) -> str:
     out = []
     for r, f in _far_rows(data):
         note = _FAR[r["puzzle"]].format(**f) if f["known"] else ""
-        p = next(p for p in _puzzles() if p.num == r["puzzle"])
+        p = next(p for p in TEXTS if p.num == r["puzzle"])
         out.append(f"- **[{r['puzzle']}. {r['title']}](#{anchor(p)})**: {_pct(r)} ({_rate(r)}, "
                    f"{fmt_time(r['median_s'])} a call). " + note)
     if not out:
@@ -282,10 +283,6 @@ def questions(slug: str, data: dict) -> str:
         out.append(f"- **Launch shape** {ref}: would a grid-stride loop lift puzzles 6 to 8 by "
                    "as much as puzzle 19's? Puzzles 6 and 19 move different bytes per element, "
                    "so they do not isolate the launch shape.")
-    out.append(f"- **Every reference** {ref}: why does each stop where it does? None was "
-               "profiled here; the "
-               "[profiling chapter](profiling.md) shows how to find out, and a faster kernel "
-               "that still passes its puzzle's checks is a good exercise of its own.")
     return "\n".join(out)
 
 
@@ -343,27 +340,22 @@ def flow() -> str:
             + "\n".join(parts) + "\n</svg>\n</div>")
 
 
-def _puzzle_view(num: int):
+def puzzle(num: int) -> str:
     """Puzzle ``num`` on the page: what it teaches and its task, open; the picture, the rules,
     the starter, the hints and the solution folded under one line."""
-    def view() -> str:
-        from .pictures import svg
-        from .puzzles import find
-        p = find(num)
-        rules = "\n".join(f"- {r}" for r in p.rules)
-        inner = (f"{svg(num)}\n\n**Rules.**\n\n{rules}\n\n"
-                 f"Your kernel is `{p.kernel}({', '.join(p.args)})`; the checker launches it.\n\n"
-                 f'```python title="gpukit/exercises/starters/{p.file} (the starter)"\n'
-                 f'--8<-- "gpukit/exercises/starters/{p.file}"\n```\n\n'
-                 f'??? tip "Hint 1"\n    {p.hints[0]}\n\n??? tip "Hint 2"\n    {p.hints[1]}\n\n'
-                 f'??? success "Solution"\n'
-                 f'    ```python title="gpukit/exercises/solutions/{p.file}"\n'
-                 f'    --8<-- "gpukit/exercises/solutions/{p.file}"\n    ```')
-        return (f"*Teaches: {p.teaches}.* {p.task}\n\n"
-                + pages.collapsed(f"Puzzle {num}: picture, rules, starter, hints, solution",
-                                  inner))
-    return view
+    p = text(num)
+    rules = "\n".join(f"- {r}" for r in p.rules)
+    inner = (f"{svg(num)}\n\n**Rules.**\n\n{rules}\n\n"
+             f"Your kernel is `{p.kernel}({', '.join(p.args)})`; the checker launches it.\n\n"
+             f'```python title="gpukit/exercises/starters/{p.file} (the starter)"\n'
+             f'--8<-- "gpukit/exercises/starters/{p.file}"\n```\n\n'
+             f'??? tip "Hint 1"\n    {p.hints[0]}\n\n??? tip "Hint 2"\n    {p.hints[1]}\n\n'
+             f'??? success "Solution"\n'
+             f'    ```python title="gpukit/exercises/solutions/{p.file}"\n'
+             f'    --8<-- "gpukit/exercises/solutions/{p.file}"\n    ```')
+    return (f"*Teaches: {p.teaches}.* {p.task}\n\n"
+            + pages.collapsed(f"Puzzle {num}: picture, rules, starter, hints, solution", inner))
 
 
-for _n in range(1, 21):
-    pages.data_renderer("exercises", f"p{_n:02d}")(_puzzle_view(_n))
+for _t in TEXTS:          # one view per puzzle, ``<!-- data:exercises:p01 -->`` and on
+    pages.data_renderer("exercises", f"p{_t.num:02d}")(functools.partial(puzzle, _t.num))

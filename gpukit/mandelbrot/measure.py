@@ -260,9 +260,26 @@ def simd_instructions() -> dict:
     return out
 
 
+def gallery() -> tuple[list[dict], dict[str, bytes]]:
+    """The page's two pictures (:data:`.meta.GALLERY`), drawn on every CPU core: what the
+    record lists, and the PNG files saved beside it."""
+    from gpukit.files import png_bytes
+    from gpukit.mandelbrot import kernels as mandel
+
+    from .image import colorize
+    from .meta import GALLERY, GALLERY_SIZE
+    shown, files = [], {}
+    for name, caption, bounds, iters, cmap in GALLERY:
+        counts = mandel.mandelbrot(GALLERY_SIZE, GALLERY_SIZE, max_iter=iters, bounds=bounds,
+                                   backend="numba-cpu")
+        files[name] = png_bytes(colorize(counts, iters, cmap), optimize=True)
+        shown.append({"png": name, "caption": caption, "pixels": GALLERY_SIZE})
+    return shown, files
+
+
 def run(n: int | None, repeat: int) -> dict:
     """All measurements for the chapter; GPU parts only where a GPU is present."""
-    from gpukit import device
+    from gpukit import device, results
     from gpukit.mandelbrot import kernels as mandel
 
     size = n or 4096
@@ -344,7 +361,8 @@ def run(n: int | None, repeat: int) -> dict:
          + (" (64-bit counter)" if r.get("counter") == "int64" else "") + f" {r['dtype']}"}
         for r in rows], "cache": cache, "target_backend": target_backend_pitfall(),
         "simd": simd_instructions()}
-    return {"gpu" if gpu else "cpu": part}
+    part["gallery"], files = gallery()
+    return {"gpu" if gpu else "cpu": part, results.FILES: files}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,18 @@ COUNTERS = ("int32", "int64")
 #: numba-cuda: how a call finds the compiled kernel ("numba": its dispatcher types each call)
 DISPATCHES = ("resolved", "numba")
 
+#: the two pictures at the top of the page, drawn when the chapter is recorded and saved as
+#: PNG files beside its record: (file, caption, bounds, iterations, colormap)
+GALLERY = (
+    ("mandelbrot-whole.png", "The whole set, (-2, 1) x (-1.5, 1.5), 256 iterations",
+     DEFAULT_BOUNDS, 256, "magma"),
+    ("mandelbrot-seahorse.png",
+     "Seahorse valley, (-0.7463, -0.7413) x (0.1102, 0.1152), 1000 iterations",
+     (-0.7463, -0.7413, 0.1102, 0.1152), 1000, "twilight_shifted"),
+)
+#: the pictures' side, pixels
+GALLERY_SIZE = 480
+
 
 def validate(width, height, max_iter, bounds, dtype) -> tuple:
     """Check the arguments; return them normalised. Raises ValueError/TypeError."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import pages
+from .. import pages, results
 from ..pages import fmt_num, fmt_ratio, fmt_time, table
 
 
@@ -253,23 +253,20 @@ def fp64() -> str:
             + pages.collapsed("Every GPU's FP32 and FP64 peak", body))
 
 
-@pages.data_renderer("mandelbrot", "gallery")
-def gallery() -> str:
-    """Two images made by gpukit.kernels.mandelbrot when the site is built."""
-    from ..files import png_data_uri
-
-    from . import kernels as mandel
-    from .image import colorize
-    views = [("The whole set, (-2, 1) x (-1.5, 1.5), 256 iterations", mandel.DEFAULT_BOUNDS, 256, "magma"),
-             ("Seahorse valley, (-0.7463, -0.7413) x (0.1102, 0.1152), 1000 iterations",
-              (-0.7463, -0.7413, 0.1102, 0.1152), 1000, "twilight_shifted")]
-    figures = []
-    for caption, bounds, iters, cmap in views:
-        counts = mandel.mandelbrot(480, 480, max_iter=iters, bounds=bounds, backend="numba-cpu")
-        src = png_data_uri(colorize(counts, iters, cmap), optimize=True)
-        figures.append(f'<figure style="margin:0">'
-                       f'<img src="{src}" width="340" height="340" alt="{caption}">'
-                       f"<figcaption>{caption}</figcaption></figure>")
+@pages.renderer("mandelbrot", "gallery")
+def gallery(slug: str, data: dict) -> str:
+    """The two pictures drawn when the chapter was recorded, from the PNG files beside its
+    record (the reference machine's; a record made before them says so)."""
+    if slug != results.reference_machine():
+        raise pages.NotRecorded(slug)
+    _, p = _rows(data)
+    if not p.get("gallery"):
+        return ("*The two pictures are not recorded yet: `gpukit bench mandelbrot --save` "
+                "draws them.*")
+    figures = [f'<figure style="margin:0">'
+               f'<img src="{pages.image_uri(data.file(g["png"]))}" width="340" height="340" '
+               f'alt="{g["caption"]}"><figcaption>{g["caption"]}</figcaption></figure>'
+               for g in p["gallery"]]
     return ('<div style="display:flex;flex-wrap:wrap;gap:1em;justify-content:center">'
             + "".join(figures) + "</div>")
 

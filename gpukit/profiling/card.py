@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpukit import pages, results
+from gpukit import pages
 from gpukit.pages import fmt_ratio
 
 LEARN = [
@@ -13,10 +13,9 @@ LEARN = [
 ]
 
 
-def _horner(reference: str) -> str | None:
+def _horner(data: pages.Record) -> str | None:
     """The profile of numba's Horner loop against the FP32 peak, where both were recorded."""
-    prof = results.load("profiles").get(reference)
-    why = results.load("why_gpus").get(reference)
+    prof, why = data.other("profiles"), data.other("why_gpus")
     rows = (prof or {}).get("gpu", {}).get("rows") or []
     r = next((x for x in rows if x["name"] == "why-gpus-horner"), None)
     peak = ((why or {}).get("hardware", {}).get("gpu") or {}).get("peak_tflops")
@@ -38,7 +37,7 @@ def card(data: dict) -> str:
         f"Cut into chunks on several streams, copies and kernels overlap: the job ran "
         f"{fmt_ratio(serial['median_s'] / piped['median_s'], 1)} faster than step after step.",
     ]
-    horner = _horner(results.reference_machine())
+    horner = _horner(data)
     if horner:
         takeaways.append(horner)
     takeaways.append(f"Copying from ordinary (pageable) memory made the same job "

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from .meta import makespan, model_timeline  # noqa: F401  (the model's schedule)
+
 #: the kernel: p = 1; then ``degree`` times p = p * x + 1 (one FMA each)
 # --8<-- [start:kernel]
 POLY_SOURCE = """
@@ -225,26 +227,3 @@ def timeline(records: list[dict]) -> list[dict]:
             bars.append({"chunk": r["chunk"], "stream": r["stream"], "kind": kind,
                          "start": a, "stop": max(a, b)})
     return bars
-
-
-def model_timeline(count: int, t_in: float, t_kernel: float, t_out: float,
-                   pipelined: bool = True, streams: int = 3) -> list[dict]:
-    """The schedule of an idealised GPU for ``count`` equal chunks whose whole-array stage times
-    are ``t_in``, ``t_kernel`` and ``t_out``: one engine copies in, one copies out, one kernel runs
-    at a time, each in issue order. ``pipelined=False`` runs every step after the previous one."""
-    a, k, b = t_in / count, t_kernel / count, t_out / count
-    bars, free = [], {"copy in": 0.0, "kernel": 0.0, "copy out": 0.0}
-    clock = 0.0
-    for i in range(count):
-        ready = 0.0 if pipelined else clock
-        for kind, dur in (("copy in", a), ("kernel", k), ("copy out", b)):
-            start = max(ready, free[kind])
-            bars.append({"chunk": i, "stream": i % streams if pipelined else 0, "kind": kind,
-                         "start": start, "stop": start + dur})
-            free[kind] = ready = start + dur
-        clock = ready
-    return bars
-
-
-def makespan(bars: list[dict]) -> float:
-    return max((b["stop"] for b in bars), default=0.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import pages, results
 from ..pages import NotRecorded, fmt_num, fmt_ratio, fmt_time, table
 from . import diagrams
+from .meta import makespan, model_timeline
 
 # ================================================================ profiling.json
 
@@ -89,7 +90,6 @@ def bound(slug: str, data: dict) -> str:
              f"({fmt_time(best['median_s'])} against {fmt_time(g['ideal_s'])}).")
     stage = {st["name"]: st["median_s"] for st in g["stages"]}
     if piped and g["copy_engines"] >= 2 and all(k in stage for k in ("copy in, pinned", "kernel", "copy out, pinned")):
-        from .pipeline import makespan, model_timeline
         t_in, t_k, t_out = stage["copy in, pinned"], stage["kernel"], stage["copy out, pinned"]
         model = makespan(model_timeline(piped["chunks"], t_in, t_k, t_out, pipelined=True))
         text += (f"\n\nFill and drain alone: the schedule of an ideal GPU (one copy engine per direction, "
@@ -155,7 +155,7 @@ def records(slug: str, data: dict) -> str:
     lines = []
     for name, what in (("profiling", "streams, managed memory, the PyTorch profiler"),
                        ("profiles", "Nsight Compute")):
-        rec = results.load(name).get(slug)
+        rec = data.other(name)
         if not rec:
             continue
         m, code = rec["machine"], rec.get("code") or {}
@@ -321,15 +321,9 @@ def _name(r: dict) -> str:
     return SHORT.get(r.get("name"), r["label"])
 
 
-def _other(name: str, slug: str) -> dict | None:
-    """The same machine's record of another chapter's results ``name``, or None."""
-    found = results.load(name).get(slug)
-    return pages.Record(found) if found else None
-
-
-def _peak_tflops(slug: str) -> float | None:
+def _peak_tflops(data: pages.Record) -> float | None:
     """The FP32 peak (multiply-add) the why-GPUs chapter recorded for this machine."""
-    why = _other("why_gpus", slug)
+    why = data.other("why_gpus")
     gpu = (why or {}).get("hardware", {}).get("gpu") or {}
     return gpu.get("peak_tflops")
 
@@ -350,16 +344,20 @@ def summary(slug: str, data: dict) -> str:
         rows.append([_name(r), fmt_time(r["duration_s"]), _bare(r["dram_pct"]), _bare(r.get("memory_pct")),
                      _bare(r["sm_pct"]), _occupancy(r),
                      fmt_num(r.get("tflops"), 2) if r.get("tflops") else "-"])
+    return table(["kernel", "duration", "DRAM %", "memory %", "SM %", "occupancy %", "TFLOP/s"], rows)
+
+
+@pages.renderer("profiles", "settings")
+def settings(slug: str, data: dict) -> str:
+    """How Nsight Compute ran, and the kernels it could not profile."""
+    _profiles(data)
     failed = data["gpu"]["failed"]
     note = ("\n\nNot profiled: " + "; ".join(f"{f['label']} ({f['error']})" for f in failed)) if failed else ""
     p = data["gpu"]
-    return (table(["kernel", "duration", "DRAM %", "memory %", "SM %", "occupancy %", "TFLOP/s"], rows)
-            + "\n\nDRAM, memory (its busiest unit) and SM in % of their peak; occupancy achieved (and "
-              "theoretical) in % of the warp slots."
-            + f"\n\nNsight Compute {p['ncu_version'] or ''}, sections {', '.join(p['sections'])}, clocks "
-              f"left as they were (`--clock-control none`); the launch after {p['warmup_launches']} "
-              f"earlier ones. TFLOP/s are the FLOPs the work needs, counted from the code, over ncu's "
-              f"duration." + note)
+    return (f"Nsight Compute {p['ncu_version'] or ''}, sections {', '.join(p['sections'])}, clocks "
+            f"left as they were (`--clock-control none`); the launch after {p['warmup_launches']} "
+            "earlier ones. TFLOP/s are the FLOPs the work needs, counted from the code, over ncu's "
+            "duration." + note)
 
 
 @pages.renderer("profiles", "stalls")
@@ -378,9 +376,9 @@ def stalls(slug: str, data: dict) -> str:
 LOADED_SHARE = 8 / 12
 
 
-def _dram_latency_ns(slug: str) -> float | None:
+def _dram_latency_ns(data: pages.Record) -> float | None:
     """The unloaded device-memory load latency the GPU-anatomy chapter measured (pointer chase)."""
-    anatomy = _other("gpu_anatomy", slug)
+    anatomy = data.other("gpu_anatomy")
     rows = (anatomy or {}).get("latency", {}).get("rows") or []
     row = next((r for r in rows if "device memory" in r["name"]), None)
     return row["latency_ns"] if row else None
@@ -391,7 +389,7 @@ def littles_law(slug: str, data: dict) -> str:
     profiled = _profiles(data)
     gpu = data["machine"]["gpu"]
     slots = gpu["multiprocessors"] * gpu["max_threads_per_multiprocessor"]
-    dram_ns = _dram_latency_ns(slug)
+    dram_ns = _dram_latency_ns(data)
     rows = []
     for r in profiled:
         if not r.get("in_flight_bytes_per_thread") or not r.get("achieved_occupancy_pct") or not r.get("dram_gbs"):
@@ -417,7 +415,7 @@ def littles_law(slug: str, data: dict) -> str:
                  "the [GPU anatomy chapter](gpu-anatomy.md#why-a-gpu-needs-many-warps-littles-law)). "
                  "The last column is the latency each kernel could have absorbed at its measured bandwidth, "
                  "in units of that idle latency.")
-    va = _other("vector_add", slug)
+    va = data.other("vector_add")
     va_rows = {r["name"]: r for r in ((va or {}).get("gpu", {}).get("rows") or [])}
     vec4, one = va_rows.get("CuPy RawKernel, float4 loads"), va_rows.get("CuPy RawKernel, 1 element/thread")
     if vec4 and one and vec4.get("gbs") and one.get("gbs"):
@@ -472,7 +470,7 @@ HIGH_PCT = 80
 def readings(slug: str, data: dict) -> str:
     """Nsight Compute's rule of thumb applied to each kernel (below 60 % of both the busiest memory
     unit's and the multiprocessors' peak: latency), with the useful work it did next to it."""
-    peak = _peak_tflops(slug)
+    peak = _peak_tflops(data)
     lines = []
     for r in _profiles(data):
         mem = r.get("memory_pct") if r.get("memory_pct") is not None else r["dram_pct"]
@@ -523,7 +521,7 @@ def matmul_reading(slug: str, data: dict) -> str:
     shared = int(r["shared_per_block_bytes"] or 0)
     # compute capability 8.0 and later reserve 1 KiB of shared memory per block for the system
     by_shared = gpu["shared_memory_per_multiprocessor_bytes"] // (shared + 1024) if shared else None
-    peak = _peak_tflops(slug)
+    peak = _peak_tflops(data)
     lines = [
         f"- **Occupancy.** {regs} registers per thread x {block} threads = {per_block:,} registers per block; "
         f"{fmt_num(gpu['registers_per_multiprocessor'])} per multiprocessor hold {fit} blocks, {warps} warps of "
@@ -568,7 +566,7 @@ def horner_reading(slug: str, data: dict) -> str:
     """numba's Horner loop: its multiprocessors are busy, but little of their work is the counted
     multiply-adds; and what the why-GPUs chapter's CUDA C kernel reached on the same work."""
     r = _row(data, "why-gpus-horner")
-    peak = _peak_tflops(slug)
+    peak = _peak_tflops(data)
     text = (f"numba's Horner kernel: SM **{r['sm_pct']:.1f} %** of peak, DRAM {r['dram_pct']:.1f} %, achieved "
             f"occupancy {r['achieved_occupancy_pct']:.0f} %; the schedulers issued an instruction in "
             f"{r['issue_active_pct']:.0f} % of cycles, a warp every {r['cycles_per_issue']:.1f} cycles, and its "
@@ -576,7 +574,7 @@ def horner_reading(slug: str, data: dict) -> str:
             f"Its counted multiply-adds ran at {fmt_num(r['tflops'], 2)} TFLOP/s"
             + (f", {100 * r['tflops'] / peak:.1f} % of the FP32 peak of {fmt_num(peak, 1)} TFLOP/s." if peak else "."))
     text += _executed(r)
-    why = _other("why_gpus", slug)
+    why = data.other("why_gpus")
     pk = (why or {}).get("poly_kernels") or {}
     rows = pk.get("rows") or []
     numba = next((x for x in rows if x.get("elems") is None), None)
@@ -642,7 +640,7 @@ def horner_fix(slug: str, data: dict) -> str:
     found = {r["name"]: r for r in _profiles(data) if r["name"] in HORNER}
     if HORNER[0] not in found:
         raise NotRecorded(HORNER[0])
-    peak = _peak_tflops(slug)
+    peak = _peak_tflops(data)
     shown = [found[n] for n in HORNER if n in found]
     # one column per kernel: before and after side by side, narrow enough for a phone
     cells = {"time (ncu)": lambda r: fmt_time(r["duration_s"]),
@@ -653,15 +651,19 @@ def horner_fix(slug: str, data: dict) -> str:
              "busiest pipe": _busiest_pipe,
              "top stall": _top_stall}
     rows = [[what] + [fn(r) for r in shown] for what, fn in cells.items()]
-    text = table([""] + [HORNER_SHORT[r["name"]] for r in shown], rows)
-    text += ("\n\nTFLOP/s: the multiply-adds the polynomial needs (counted from the code) over ncu's duration. "
-             "FFMA share: of the warp instructions the kernel executed, the fused multiply-adds, read off its "
-             "SASS. Busiest pipe: the execution pipe that executed the most instructions for its peak, in % of "
-             "that peak. Top stall: the largest reason other than *selected*, in cycles per issued instruction.")
+    return table([""] + [HORNER_SHORT[r["name"]] for r in shown], rows)
+
+
+@pages.renderer("profiles", "horner-change")
+def horner_change(slug: str, data: dict) -> str:
+    """What changed from numba's Horner loop to the CUDA C kernel: time and instructions."""
+    found = {r["name"]: r for r in _profiles(data) if r["name"] in HORNER}
+    if HORNER[0] not in found:
+        raise NotRecorded(HORNER[0])
     before, after = found[HORNER[0]], found.get(HORNER[1])
     if after is None:
-        return text + ("\n\nThe CUDA C kernel is not in this record: `gpukit profile why-gpus-horner-cuda-c` "
-                       "profiles it.")
+        return ("The CUDA C kernel is not in this record: `gpukit profile why-gpus-horner-cuda-c` "
+                "profiles it.")
     lines = []
     if before["n"] == after["n"] and before.get("duration_s") and after.get("duration_s"):
         lines.append(f"On the same {before['n']:,} elements, the CUDA C kernel took "
@@ -676,7 +678,9 @@ def horner_fix(slug: str, data: dict) -> str:
     if lc and ff:
         lines.append(f"numba's kernel executed {fmt_num(lc / ff, 2)} constant loads (`LDC`) per multiply-add "
                      "(`FFMA`).")
-    return text + ("\n\n" + "\n".join(f"- {x}" for x in lines) if lines else "")
+    if not lines:
+        return "The record holds neither the two kernels' times on the same elements nor their instructions."
+    return "\n".join(f"- {x}" for x in lines)
 
 
 def _no_sass(data: dict) -> str:

@@ -1,6 +1,9 @@
-"""Names, limits and argument checks of the simulations, importable without numba."""
+"""Names, limits and argument checks of the simulations, and the colours of their pictures,
+importable without numba."""
 
 from __future__ import annotations
+
+import base64
 
 import numpy as np
 
@@ -95,3 +98,28 @@ FLUIDX3D = {
         {"storage": "FP32/FP16S", "mlups": 36610, "pct_spec": 59, "bytes_per_cell": 77},
     ],
 }
+
+
+# ----------------------------------------------------------------- pictures of the fields
+
+def unpack(packed: dict) -> np.ndarray:
+    """A field that a results file carries (float16, base64) as an array."""
+    return np.frombuffer(base64.b64decode(packed["float16"]), dtype=np.float16).reshape(packed["shape"])
+
+
+def vorticity_rgb(w: np.ndarray, solid: np.ndarray | None = None, limit: float | None = None) -> np.ndarray:
+    """RGB uint8: clockwise blue, anticlockwise red, still fluid white, obstacles grey."""
+    from matplotlib import colormaps
+    w = np.asarray(w, dtype=np.float64)
+    limit = limit or float(np.percentile(np.abs(w), 99.5)) or 1.0
+    rgb = (colormaps["RdBu_r"](np.clip(0.5 + 0.5 * w / limit, 0, 1))[..., :3] * 255).astype(np.uint8)
+    if solid is not None:
+        rgb[np.asarray(solid) != 0] = 110
+    return rgb[::-1]                                    # y up
+
+
+def heat_rgb(u: np.ndarray) -> np.ndarray:
+    from matplotlib import colormaps
+    u = np.asarray(u, dtype=np.float64)
+    lo, hi = float(u.min()), float(u.max())
+    return (colormaps["inferno"]((u - lo) / ((hi - lo) or 1.0))[..., :3] * 255).astype(np.uint8)[::-1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .. import pages
 from ..pages import fmt_num, fmt_ratio, fmt_time, table
-from .meta import HEAT_BYTES_PER_CELL, NBODY_FLOPS_PER_INTERACTION
+from .meta import (HEAT_BYTES_PER_CELL, NBODY_FLOPS_PER_INTERACTION, heat_rgb, unpack,
+                   vorticity_rgb)
 
 MODEL_TITLE = {"lbm": "fluid (LBM D2Q9)", "nbody": "gravity (n-body)", "heat": "heat (5-point stencil)"}
 UNIT = {"lbm": "MLUP/s", "nbody": "G interactions/s", "heat": "G cells/s"}
@@ -108,12 +109,11 @@ def _figures(items: list[tuple[str, str]], width: int) -> str:
 @pages.renderer("simulation", "vortex")
 def vortex(slug: str, data: dict) -> str:
     """The vorticity of the flow past a cylinder, frames of the recorded run."""
-    from .picture import png_data_uri, unpack, vorticity_rgb
     p = _part(data)["lbm_picture"]
     solid = unpack(p["solid"])
     frames = p["frames"]
     limit = float(max(abs(unpack(f["vorticity"]).astype(float)).max() for f in frames)) * 0.3
-    items = [(f"step {f['step']:,}", png_data_uri(vorticity_rgb(unpack(f["vorticity"]), solid, limit)))
+    items = [(f"step {f['step']:,}", pages.image_uri(vorticity_rgb(unpack(f["vorticity"]), solid, limit)))
              for f in frames]
     head = (f"Vorticity (red: anticlockwise, blue: clockwise) of the flow past a cylinder, "
             f"{p['nx']} x {p['ny']} cells, Reynolds number {p['reynolds']}, tau = {p['tau']:.4f}, "
@@ -287,16 +287,15 @@ def gallery(slug: str, data: dict) -> str:
     """The gravity and heat runs as pictures."""
     import numpy as np
 
-    from .picture import heat_rgb, png_data_uri, unpack
     p = _part(data)
     e, h = p["nbody_energy"], p["heat_picture"]
     hist, _, _ = np.histogram2d(e["xy"]["y"], e["xy"]["x"], bins=160, range=[[-2.5, 2.5], [-2.5, 2.5]])
     items = [(f"n-body: {len(e['xy']['x']):,} of the {e['n']:,} bodies after {e['steps']:,} steps on the "
               f"{WHERE[e['backend']].split(',')[0]}, seen from above",
-              png_data_uri(heat_rgb(np.log1p(hist)))),
+              pages.image_uri(heat_rgb(np.log1p(hist)))),
              # the recording draws the plate with the CPU kernel (the same stencil: see the checks)
              (f"heat: a {h['side']} x {h['side']} plate after {h['steps']:,} steps (r = {h['r']}), on the CPU",
-              png_data_uri(heat_rgb(unpack(h["u"]))))]
+              pages.image_uri(heat_rgb(unpack(h["u"]))))]
     return _figures(items, 300)
 
 
@@ -366,13 +365,10 @@ def anchor(slug: str, data: dict) -> str:
              fmt_num(r["mlups"]), fmt_num(r["mlups"] * r["bytes_per_cell"] / 1e3), f"{r['pct_spec']} %", "-"]
             for r in FLUIDX3D["rows"]]
     box = gpu_rows(data["gpu"])["lbm_box"]
-    source = (f"<small>FluidX3D: the {FLUIDX3D['gpu']} row of the [single-GPU benchmark table in its "
-              f"README]({FLUIDX3D['source']}), published numbers, not measured here; its GB/s is MLUPs/s "
-              "x bytes.</small>")
     if box is None:                                  # recorded before the box was timed
         return (table(["code (arithmetic/storage)", "bytes per update", "MLUPs/s", "GB/s",
                        f"of {spec:,} GB/s (data sheet)", "of the copy"], rows, "llrrrr")
-                + "\n\nThe chapter's kernel on an obstacle-free box is not in this record.\n\n" + source)
+                + "\n\nThe chapter's kernel on an obstacle-free box is not in this record.")
     rows.append([f"this chapter, D2Q9, FP32/FP32, obstacle-free box {box['size']}, **measured**",
                  f"9 x 2 x 4 + 1 cell type = {LBM_BYTES_PER_CELL}", fmt_num(box["rate"] / 1e6),
                  fmt_num(box["gbs"]), _pct(100 * box["gbs"] / spec), _pct(box["pct_copy"])])
@@ -384,7 +380,7 @@ def anchor(slug: str, data: dict) -> str:
                "the bytes.")
     return (table(["code (arithmetic/storage)", "bytes per update", "MLUPs/s", "GB/s",
                    f"of {spec:,} GB/s (data sheet)", "of the copy"], rows, "llrrrr")
-            + f"\n\n{verdict}\n\n{source}")
+            + f"\n\n{verdict}")
 
 
 @pages.renderer("simulation", "heat")
