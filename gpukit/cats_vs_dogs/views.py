@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import pages, results
 from ..pages import fmt_num, fmt_pct, fmt_time, machine_title, plot_title, table
-from .intervals import mean_interval, same_accuracy
-from .meta import COMMAND, OVERLAPPED, SHAPE, TUTORIAL_REPORTED, step_times
+from .meta import (COMMAND, OVERLAPPED, SHAPE, TUTORIAL_REPORTED, mean_interval, same_accuracy,
+                   step_times)
 
 
 # --------------------------------------------------------------------- renderers

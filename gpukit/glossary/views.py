@@ -8,7 +8,8 @@ one sentence; a view that also needs another file loads it with :func:`gpukit.re
 
 from __future__ import annotations
 
-from .. import pages, results
+from .. import catalogue, pages, results
+from . import meta
 from ..pages import fmt_num, fmt_time
 
 
@@ -149,11 +150,10 @@ def hbm(data: dict) -> str:
 
 @term("gpu_anatomy", "littles-law")
 def littles_law(data: dict) -> str:
-    from ..gpu_anatomy.kernels import littles_law as law_of
     g = _gpu(data)
     dram = data["latency"]["rows"][-1]["latency_ns"]
     best = max(r["gbs"] for r in data["occupancy"]["rows"])
-    law = law_of(best, dram, g["multiprocessors"], 4, g["warp_size"])
+    law = meta.littles_law(best, dram, g["multiprocessors"], 4, g["warp_size"])
     return (f"{fmt_num(best)} GB/s x {dram:,.0f} ns = {law['bytes_in_flight'] / 2**20:,.1f} MiB in flight, "
             f"{law['bytes_per_sm'] / 1024:,.0f} KiB per SM: {law['warps_per_sm_one_load_each']:,.0f} warps per SM "
             f"if each thread has one 4-byte load in flight, more than the "
@@ -162,8 +162,7 @@ def littles_law(data: dict) -> str:
 
 @term("gpu_anatomy", "latency-hiding")
 def latency_hiding(data: dict) -> str:
-    from ..gpu_anatomy.kernels import READ_VARIANTS
-    one, four = (_best_by_warps(data, v) for v in (READ_VARIANTS[0], READ_VARIANTS[2]))
+    one, four = (_best_by_warps(data, v) for v in (meta.READ_VARIANTS[0], meta.READ_VARIANTS[2]))
     if not one:
         raise pages.NotRecorded("occupancy")
     lo, hi = min(one), max(one)
@@ -176,10 +175,9 @@ def latency_hiding(data: dict) -> str:
 
 @term("gpu_anatomy", "occupancy")
 def occupancy(data: dict) -> str:
-    from ..gpu_anatomy.kernels import READ_VARIANTS
     g = _gpu(data)
     enough: dict[int, list[str]] = {}            # fewest warps per SM for 90 % of the best -> kernels
-    for variant in READ_VARIANTS:
+    for variant in meta.READ_VARIANTS:
         best = _best_by_warps(data, variant)
         if best:
             top = max(best.values())
@@ -388,9 +386,8 @@ def cublas(data: dict) -> str:
 
 @term("matmul", "roofline")
 def roofline(data: dict) -> str:
-    from ..device import fp32_peak as peak_of
     g = data["gpu"]
-    peak = peak_of(_gpu(data))
+    peak = catalogue.fp32_peak(_gpu(data))
     if peak is None or not g.get("copy_ceiling_gbs"):
         raise pages.NotRecorded("fp32 peak or copy_ceiling_gbs")
     ridge = peak["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
@@ -426,8 +423,7 @@ def fp8(data: dict) -> str:
 
 @term("matmul", "fp32-peak")
 def fp32_peak(data: dict) -> str:
-    from ..device import fp32_peak as peak_of
-    peak = peak_of(_gpu(data))
+    peak = catalogue.fp32_peak(_gpu(data))
     if peak is None:
         raise pages.NotRecorded("gpu")
     row = _cublas(data["gpu"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .. import device, pages
+from .. import catalogue, pages
 from .meta import BLOCK_SIZES, DIVERGENCE_MODES, PATHS, READ_VARIANTS, littles_law
 from .meta import NAME
 from . import diagrams  # noqa: F401  (registers the "hierarchy" view)
@@ -301,7 +301,7 @@ def _register() -> None:
         tflops = base.get("tflops")
         if tflops:
             head += f"; the kernel computes at {tflops:.1f} TFLOP/s without a branch"
-        lanes = device.fp32_lanes_per_sm(g.get("compute_capability"))
+        lanes = catalogue.fp32_lanes_per_sm(g.get("compute_capability"))
         if tflops and lanes and g.get("sm_clock_mhz"):
             peak = g["multiprocessors"] * lanes * 2 * g["sm_clock_mhz"] * 1e6 / 1e12
             head += (f", {100 * tflops / peak:.0f} % of the {peak:.1f} TFLOP/s that "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import device, pages
+from .. import pages
+from ..catalogue import fp32_peak
 from .meta import AWKWARD, PTXAS_NAME
 
 
@@ -77,10 +78,6 @@ DYNAMIC_SHARED = {"12-pipelined": 4 * 3 * 16 * (128 + 4 + 256)}
 
 #: Kernels without tiles: every multiply-add loads both operands from global memory.
 UNTILED = ("01-naive-numba", "02-coalesced-numba")
-
-#: the FP32 compute roof from the machine record (re-exported: the glossary uses it)
-fp32_peak = device.fp32_peak
-
 
 def tile_intensity(kernel: str) -> float | None:
     """FLOP per byte of the kernel's loads from global memory (its tile loads).
