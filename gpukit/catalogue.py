@@ -20,8 +20,6 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 INSTANCE_NUMBERS = ("accelerator_count", "accelerator_memory_gib", "vcpus", "memory_gib", "price_per_hour")
@@ -124,6 +122,7 @@ def validate_gpus(doc: dict) -> list[str]:
 
 def _load(name: str, check) -> dict:
     path = DATA_DIR / name
+    import yaml   # on first use: a command that reads no data file does not load it
     doc = yaml.safe_load(path.read_text())
     problems = check(doc)
     if problems:
