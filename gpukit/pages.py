@@ -64,7 +64,12 @@ class NotRecorded(LookupError):
 class Record(dict):
     """A results file as loaded, where a missing top-level part raises :class:`NotRecorded`
     instead of KeyError: a view may skip a machine only for a part it did not record, never
-    for a typo deeper down."""
+    for a typo deeper down.
+
+    ``root`` is the results folder it was read from (None: the project's), so that a view which
+    also reads another file (:func:`gpukit.results.other`) reads it from the same folder."""
+
+    root: Path | None = None
 
     def __getitem__(self, key):
         try:
@@ -364,7 +369,9 @@ def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Blo
     for slug, data in sorted(found.items(), key=lambda kv: (kv[0] != ref, kv[1]["machine"].get("gpu") is None,
                                                              kv[0])):
         try:
-            body = fn(slug, Record(data))
+            record = Record(data)
+            record.root = root
+            body = fn(slug, record)
         except NotRecorded:
             continue  # this machine did not record this part (a CPU machine has no GPU rows)
         if body:

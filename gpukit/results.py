@@ -267,6 +267,13 @@ def load(name: str, *, root: Path | None = None) -> dict[str, dict]:
     return found
 
 
+def other(name: str, root: Path | None = None) -> dict | None:
+    """The reference machine's record of results ``name`` under ``root`` (None: the project's
+    results folder), or None where it has none: for a view that also reads another file, given
+    the ``root`` of the record it renders (:attr:`gpukit.pages.Record.root`)."""
+    return load(name, root=root).get(reference_machine())
+
+
 def reference_machine() -> str:
     """The machine whose results the site is written around (its executed notebooks too)."""
     return os.environ.get("GPUKIT_REFERENCE", "nvidia-h200")

@@ -3,7 +3,8 @@
 Each view is ``glossary-<term>`` of the results file that measured the term (``gpu_anatomy``,
 ``vector_add``, ``timing``, ``mandelbrot``, ``ladder``, ``matmul`` or ``tensor_cores``). It shows the reference
 machine only (the glossary, like the chapters' prose, is written around that machine) and returns
-one sentence; a view that also needs another file loads it with :func:`gpukit.results.load`.
+one sentence; a view that also needs another file reads it with :func:`gpukit.results.other`, from
+the results folder the page is rendered from.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ def term(name: str, view: str):
     return deco
 
 
-def other(name: str) -> dict:
-    """The reference machine's record of results ``name``; NotRecorded where it has none."""
-    found = results.load(name).get(results.reference_machine())
+def other(data: dict, name: str) -> dict:
+    """The reference machine's record of results ``name``, read from the folder ``data`` came
+    from; NotRecorded where it has none."""
+    found = results.other(name, root=getattr(data, "root", None))
     if found is None:
         raise pages.NotRecorded(name)
     return pages.Record(found)
@@ -123,7 +125,7 @@ def l2(data: dict) -> str:
     row = _latency_row(data, "L2")
     if row:
         text += f"; a load that hits it takes {_ns(row)}"
-    timing = other("timing")
+    timing = other(data, "timing")
     hot = [h for h in timing["cache"].get("hot_cold", []) if h["working_set_bytes"] < g["l2_cache_bytes"]]
     if hot:
         h = hot[0]
@@ -138,7 +140,7 @@ def hbm(data: dict) -> str:
     g = _gpu(data)
     text = (f"{_size(g['memory_bytes'])} of device memory; its peak from the memory clock and bus width is "
             f"{fmt_num(g['theoretical_bandwidth_gbs'])} GB/s")
-    ceiling = other("vector_add")["gpu"].get("ceiling_gbs")
+    ceiling = other(data, "vector_add")["gpu"].get("ceiling_gbs")
     if ceiling:
         text += (f"; a device-to-device copy moved {fmt_num(ceiling)} GB/s "
                  f"({100 * ceiling / g['theoretical_bandwidth_gbs']:.0f} % of it)")
