@@ -153,16 +153,15 @@ def gpu_table() -> str:
 
 @data_renderer("cloud", "fp64")
 def fp64_summary() -> str:
-    """Which GPUs in the data have which FP64:FP32 ratio (the page's prose only points here)."""
+    """Which GPUs in the data have which FP64:FP32 ratio."""
     groups: dict[float, list[str]] = {}
     for g in data.gpus():
         if g["fp64_ratio"]:
             groups.setdefault(g["fp64_ratio"], []).append(g["name"])
     rows = [[f"1:{round(1 / r)}", ", ".join(names)] for r, names in sorted(groups.items(), reverse=True)]
     unknown = [g["name"] for g in data.gpus() if not g["fp64_ratio"]]
-    return collapsed("Which GPUs have which FP64:FP32 ratio",
-                     table(["FP64:FP32", "GPUs in the data"], rows, "ll")
-                     + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
+    return (table(["FP64:FP32", "GPUs in the data"], rows, "ll")
+            + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
 
 
 def largest_model(memory_gib: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
@@ -347,7 +346,7 @@ def assumptions() -> str:
             ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
             ["GPUs to buy: at most", f"{meta.MAX_GPUS} cards"]]
     rows += [["measured by this project", m] for m in meta.describe_measurements("bf16", meta.measurements())]
-    return collapsed("The advisor's assumptions", table(["assumption", "value"], rows, "ll"))
+    return table(["assumption", "value"], rows, "ll")
 
 
 @data_renderer("cloud", "advisor-check")

@@ -228,10 +228,8 @@ def occupancy_latency(slug: str, data: dict) -> str:
     head = (f"**{g['name']}**: latency = bytes in flight / bandwidth"
             + (f"; one load alone (the pointer chase above) takes {chase_ns:,.0f} ns" if chase_ns else "")
             + "\n\n")
-    return pages.collapsed("The latency each load took, from bandwidth and bytes in flight",
-                           head + table(["warps per SM", "GB/s, 1 load", "in flight, GPU",
-                                         "latency", "GB/s, 4 loads", "latency, 4 in flight"],
-                                        rows))
+    return head + table(["warps per SM", "GB/s, 1 load", "in flight, GPU", "latency",
+                         "GB/s, 4 loads", "latency, 4 in flight"], rows)
 
 
 @pages.renderer(NAME, "strided")
@@ -287,9 +285,8 @@ def strided_traffic(slug: str, data: dict) -> str:
     if ceiling:
         head += (f": device copy in the same run {ceiling:,.0f} GB/s; the stride-1 copy reaches "
                  f"{100 * p['rows'][0]['gbs'] / ceiling:.0f} % of it")
-    return pages.collapsed("Bytes the memory moves per element, stride by stride", head + "\n\n" + table(
-        ["stride", "useful GB/s", "of stride 1", "bytes, 32 B sectors", "memory GB/s",
-         "bytes, 64 B pieces", "memory GB/s"], rows))
+    return head + "\n\n" + table(["stride", "useful GB/s", "of stride 1", "bytes, 32 B sectors",
+                                   "memory GB/s", "bytes, 64 B pieces", "memory GB/s"], rows)
 
 
 @pages.renderer(NAME, "divergence-summary")

@@ -258,10 +258,8 @@ def render_sweep(slug: str, data: dict) -> str:
     note = ("\n\nAt " + ", ".join(f"n = {n}" for n, _ in batched) + ", each sample times "
             + ", ".join(f"{b}" for _, b in batched) + " launches back to back (in that order), "
             "so the launch gaps do not count as kernel time.") if batched else ""
-    return pages.collapsed(
-        "TFLOP/s at every size (in brackets: % of cuBLAS)",
-        pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
-        + pages.flag_note([r for r in rows if "name" in r]))
+    return (pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
+            + pages.flag_note([r for r in rows if "name" in r]))
 
 
 @pages.renderer("matmul", "tensor-cores")
