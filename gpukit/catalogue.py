@@ -20,8 +20,6 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 INSTANCE_NUMBERS = ("accelerator_count", "accelerator_memory_gib", "vcpus", "memory_gib", "price_per_hour")
@@ -124,6 +122,7 @@ def validate_gpus(doc: dict) -> list[str]:
 
 def _load(name: str, check) -> dict:
     path = DATA_DIR / name
+    import yaml   # on first use: a command that reads no data file does not load it
     doc = yaml.safe_load(path.read_text())
     problems = check(doc)
     if problems:
@@ -151,6 +150,34 @@ def gpus() -> list[dict]:
 
 def gpu(key: str) -> dict | None:
     return next((g for g in gpus() if g["key"] == key), None)
+
+
+# ---------------------------------------------------------------- architecture facts
+
+def fp32_lanes_per_sm(compute_capability: str | None) -> int | None:
+    """FP32 lanes per multiprocessor (not in the device query; NVIDIA's architecture
+    whitepapers): 64 on Volta, Turing and A100 (7.x, 8.0), 128 on GA10x, Ada, Hopper and
+    Blackwell. None for an unknown or missing compute capability."""
+    try:
+        major, minor = (int(v) for v in str(compute_capability).split("."))
+    except ValueError:
+        return None
+    if major < 7:
+        return None
+    return 64 if major == 7 or (major, minor) == (8, 0) else 128
+
+
+def fp32_peak(gpu: dict) -> dict | None:
+    """The FP32 peak from a machine record's GPU: SMs x FP32 lanes x 2 FLOP x SM clock.
+
+    ``{"tflops", "sms", "lanes", "mhz"}``, or None when the record lacks the SM count or the
+    clock, or the lanes per SM of its compute capability are not known.
+    """
+    lanes = fp32_lanes_per_sm(gpu.get("compute_capability"))
+    sms, mhz = gpu.get("multiprocessors"), gpu.get("sm_clock_mhz")
+    if not (lanes and sms and mhz):
+        return None
+    return {"tflops": sms * lanes * 2 * mhz * 1e6 / 1e12, "sms": sms, "lanes": lanes, "mhz": mhz}
 
 
 def data_as_of() -> str:

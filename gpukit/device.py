@@ -16,6 +16,9 @@ import shutil
 import subprocess
 import sys
 
+# GPU architecture facts, kept importable from here
+from .catalogue import fp32_lanes_per_sm, fp32_peak  # noqa: F401
+
 #: Packages whose versions go into every machine record.
 PACKAGES = ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "torch",
             "torchvision", "triton", "nvidia-ml-py")
@@ -117,32 +120,6 @@ def use_simulator_if_no_gpu() -> bool:
                            "call it first, or set NUMBA_ENABLE_CUDASIM=1 in the environment")
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     return True
-
-
-def fp32_lanes_per_sm(compute_capability: str | None) -> int | None:
-    """FP32 lanes per multiprocessor (not in the device query; NVIDIA's architecture
-    whitepapers): 64 on Volta, Turing and A100 (7.x, 8.0), 128 on GA10x, Ada, Hopper and
-    Blackwell. None for an unknown or missing compute capability."""
-    try:
-        major, minor = (int(v) for v in str(compute_capability).split("."))
-    except ValueError:
-        return None
-    if major < 7:
-        return None
-    return 64 if major == 7 or (major, minor) == (8, 0) else 128
-
-
-def fp32_peak(gpu: dict) -> dict | None:
-    """The FP32 peak from a machine record's GPU: SMs x FP32 lanes x 2 FLOP x SM clock.
-
-    ``{"tflops", "sms", "lanes", "mhz"}``, or None when the record lacks the SM count or the
-    clock, or the lanes per SM of its compute capability are not known.
-    """
-    lanes = fp32_lanes_per_sm(gpu.get("compute_capability"))
-    sms, mhz = gpu.get("multiprocessors"), gpu.get("sm_clock_mhz")
-    if not (lanes and sms and mhz):
-        return None
-    return {"tflops": sms * lanes * 2 * mhz * 1e6 / 1e12, "sms": sms, "lanes": lanes, "mhz": mhz}
 
 
 @functools.cache

@@ -67,7 +67,7 @@ class Record(dict):
     for a typo deeper down.
 
     ``root`` is the results folder it was read from (None: the project's), so that a view which
-    also reads another file (:func:`gpukit.results.other`) reads it from the same folder."""
+    also reads another file (:meth:`other`) reads it from the same folder."""
 
     root: Path | None = None
 

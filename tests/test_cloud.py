@@ -430,6 +430,7 @@ def test_page_prose_types_no_numbers():
     text = (ROOT / "docs" / "cloud.md").read_text()
     text = re.sub(r"```.*?```", "", text, flags=re.S)              # commands and code
     text = re.sub(r"`[^`]*`", "", text)                            # inline code
+    text = re.sub(r"<[^>]*>", "", text)                            # HTML tags (a box's markup)
     text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)                # links (cited facts)
     text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("|"))  # the formula table
     text = re.sub(r"\b(?:GeForce RTX|RTX(?: PRO)?|Llama) \d[\w.]*(?: \d\w*)?", "", text)    # product names

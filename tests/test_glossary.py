@@ -157,3 +157,19 @@ def test_read_next_covers_every_chapter_with_a_few_annotated_links():
             url = re.search(r"\]\((https://[^)]+)\)", item)
             assert url, item
             assert len(item.split(").", 1)[-1].split()) >= 8, f"no annotation: {item[:60]}"
+
+
+def test_a_view_that_reads_another_file_reads_it_from_the_folder_it_renders(tmp_path):
+    """``glossary-hbm`` of gpu_anatomy also reads vector_add's copy: from the same results
+    folder as the record it renders, not from the project's."""
+    ref = results.reference_machine()
+    src = ROOT / "results" / ref
+    (tmp_path / ref).mkdir()
+    (tmp_path / ref / "gpu_anatomy.json").write_text((src / "gpu_anatomy.json").read_text())
+    vadd = json.loads((src / "vector_add.json").read_text())
+    vadd["gpu"]["ceiling_gbs"] = 1234.0
+    (tmp_path / ref / "vector_add.json").write_text(json.dumps(vadd))
+    assert "1,234 GB/s" in pages.render("gpu_anatomy", "glossary-hbm", root=tmp_path)
+    (tmp_path / ref / "vector_add.json").unlink()
+    with pytest.raises(pages.MissingResults):
+        pages.render("gpu_anatomy", "glossary-hbm", root=tmp_path)

@@ -384,3 +384,17 @@ def test_gpu_parts_run_and_verify():
     assert len(div["rows"]) == 3 * len(kernels.PATHS)
     launch = measure.launch_experiment(props, 3, launches=100, chain=50)
     assert launch["chain"]["rows"][-1]["identical_to_one_by_one"]
+
+
+def test_the_hierarchy_reads_the_other_files_from_the_folder_it_renders(tmp_path):
+    """The diagram's bandwidths from vector_add and timing come from the same results folder as
+    the record it draws: with only gpu_anatomy.json there, it names no other file."""
+    ref = results.reference_machine()
+    (tmp_path / ref).mkdir()
+    (tmp_path / ref / "gpu_anatomy.json").write_text(
+        (ROOT / "results" / ref / "gpu_anatomy.json").read_text())
+    alone = pages.render("gpu_anatomy", "hierarchy", root=tmp_path)
+    assert "Bandwidths also from" not in alone
+    (tmp_path / ref / "vector_add.json").write_text(
+        (ROOT / "results" / ref / "vector_add.json").read_text())
+    assert f"results/{ref}/vector_add.json" in pages.render("gpu_anatomy", "hierarchy", root=tmp_path)

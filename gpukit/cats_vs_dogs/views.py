@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import pages, results
 from ..pages import fmt_num, fmt_pct, fmt_time, machine_title, plot_title, table
-from .intervals import mean_interval, same_accuracy
-from .meta import COMMAND, OVERLAPPED, SHAPE, TUTORIAL_REPORTED, step_times
+from .meta import (COMMAND, OVERLAPPED, SHAPE, TUTORIAL_REPORTED, mean_interval, same_accuracy,
+                   step_times)
 
 
 # --------------------------------------------------------------------- renderers
@@ -121,8 +121,7 @@ def _cudnn(slug: str, data: dict) -> str:
 def _command(slug: str, data: dict) -> str:
     cmd = data["training"]["command"]
     args = cmd[2:] if cmd[:2] == ["-m", "gpukit"] else cmd
-    return ("The command each seed ran (`DATA`, `OUT.pt` and `REPORT.json` stand for paths; the seed "
-            "changes):\n\n" + pages.command_block(["gpukit", *args]))
+    return pages.command_block(["gpukit", *args])
 
 
 @pages.renderer(NAME, "pair")
@@ -305,8 +304,7 @@ def _grid(slug: str, data: dict) -> str:
     if not b64:
         return ""
     return (f'<img src="data:image/jpeg;base64,{b64}" alt="Validation photos with the predictions '
-            f'of the network trained on {machine_title(data)}" style="max-width:100%">\n\n'
-            "Green: right; red and framed: wrong. The percentage is the network's probability for its answer.")
+            f'of the network trained on {machine_title(data)}" style="max-width:100%">')
 
 
 @pages.renderer(NAME, "profile")

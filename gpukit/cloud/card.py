@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 
 from .. import catalogue as data
-from .advisor import GIB
+from .meta import GIB
 
 LEARN = [
     "when renting a GPU by the hour beats buying one, and the reverse",

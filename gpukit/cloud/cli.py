@@ -95,114 +95,19 @@ def build(args):
         raise UserError(str(exc)) from None
 
 
-def _n(x: float | None, fmt: str = "{:,.0f}") -> str:
-    return "-" if x is None else fmt.format(x)
-
-
-def _tps(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
-
-
-def _secs(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2g}" if x < 10 else f"{x:,.0f}"
-
-
 def report(w, flops: float | None = None, top: int = 10, root=None, neuron: bool = False,
            rocm: bool = False) -> tuple[str, dict]:
-    """The advisor's text report and the same content as a dict."""
-    from .. import catalogue as data
-    from . import advisor, machines
-    from ..pages import table
+    """The advisor's text report and the same content as a dict (:func:`gpukit.cloud.meta.report`),
+    with the command's errors for input it cannot work with."""
+    from .meta import AdviceError
+    from .meta import report as advice
     if flops and w.task == "inference":
         raise UserError("--flops is for --task full or lora; inference is estimated from memory bandwidth "
                         "(decode) and compute (prefill) instead")
     try:
-        e = advisor.estimate(w)
-    except advisor.AdviceError as exc:
+        return advice(w, flops=flops, top=top, root=root, neuron=neuron, rocm=rocm)
+    except AdviceError as exc:
         raise UserError(str(exc)) from None
-    meas = machines.measurements(root)
-    opts, left_out = machines.options(e, flops=flops, neuron=neuron, rocm=rocm, meas=meas)
-    lines = [f"Workload: {advisor.describe(w)}", "", "Memory estimate:"]
-    width = max(len(t.name) for t in e.terms)
-    for t in e.terms:
-        lines.append(f"  {t.name:<{width}} = {t.formula} = {t.gib:,.2f} GiB")
-    lines.append(f"  {'total':<{width}} = {e.total_gib:,.2f} GiB; a machine fits with >= "
-                 f"{advisor.HEADROOM:.2f} x total = {e.total_gib * advisor.HEADROOM:,.1f} GiB")
-    lines += [f"  note: {n}" for n in e.notes]
-    lines += ["", "Speed model:"]
-    if w.task == "inference":
-        lines += ["  decode tok/s = batch x bandwidth x efficiency / (weights as stored + KV cache at the full "
-                  "context),",
-                  "                 or the compute roof if slower: (2 x active params + attention) x batch FLOPs",
-                  "  prefill s    = 2 x active params x prompt tokens x batch / (dense peak x efficiency)"]
-    else:
-        lines.append("  hours = FLOPs / (dense peak x efficiency)" if flops else
-                     "  give --flops (the job's total) for a time and cost")
-    measured = machines.describe_measurements(w.precision, meas)
-    lines += [f"  measured, applied to that GPU only: {m}" for m in measured]
-    lines.append(f"  any other GPU: peak bandwidth (an upper bound) and {machines.DEFAULT_EFFICIENCY:.0%} of dense "
-                 "compute peak (an assumption); several GPUs add up (an upper bound)")
-    doc_i = data.instances_doc()
-    lines += ["", f"Prices: AWS on-demand, {doc_i['region']}, USD/h, from the price list generated "
-                  f"{data.prices_generated()} ({data.price_age_text()}); GPUs: launch list prices."]
-    if w.task == "inference":
-        extra, cols = ["decode tok/s", "prefill s"], lambda o: [_tps(o.decode_tps), _secs(o.prefill_s)]
-    elif flops:
-        extra, cols = ["hours"], lambda o: [_n(o.hours, "{:,.1f}")]
-    else:
-        extra, cols = [], lambda o: []
-    mark = lambda o: "*" if o.measured else ""  # noqa: E731
-    aws, aws_unpriced = machines.ranked(opts, "aws")
-    gpus, gpu_unpriced = machines.ranked(opts, "gpu")
-    money = (["USD per 1M tokens"] if w.task == "inference" else ["USD"] if flops else [])
-    lines += ["", "AWS instances that fit, cheapest per hour first:"]
-    lines.append(table(["instance", "accelerators", "memory GiB", "USD/h"] + extra + money,
-                       [[o.name + mark(o), o.label, _n(o.memory_gib), f"{o.price_per_hour:,.2f}"] + cols(o)
-                        + ([_n(o.usd_per_mtok, "{:,.2f}")] if w.task == "inference" else
-                           [_n(o.cost)] if flops else []) for o in aws[:top]])
-                 if aws else "  none with an on-demand price")
-    if aws_unpriced:
-        lines.append("  also fit, no on-demand price in the data: " + ", ".join(
-            o.name + (f" ({o.unit})" if o.unit != "instance" else "") for o in aws_unpriced))
-    lines += ["", "GPUs to buy (how many of each), cheapest list price first:"]
-    lines.append(table(["GPU", "count", "memory GiB", "list price USD"] + extra,
-                       [[o.name + mark(o), o.count, _n(o.memory_gib), _n(o.buy_usd)] + cols(o) for o in gpus[:top]])
-                 if gpus else f"  none with a list price and {machines.MAX_GPUS} or fewer cards")
-    if gpu_unpriced:
-        lines.append("  also fit, no list price in the data: " + ", ".join(
-            f"{o.count} x {o.name}" for o in gpu_unpriced))
-    if not (aws or aws_unpriced or gpus or gpu_unpriced):
-        lines.append("  nothing holds it: it needs more than one instance or more than "
-                     f"{machines.MAX_GPUS} GPUs")
-    if any(o.measured for o in aws[:top] + gpus[:top]):
-        lines.append("  * speed from this project's measurements on that GPU")
-    lines += [f"  not offered: {n}" for n in left_out]
-    checks = measured_checks(w, meas)
-    if checks:
-        lines += ["", "Measured by this project against this estimate (same model, precision and GPU; the "
-                      "estimate recomputed now, its memory for one decode step over a full cache):"]
-        lines.append(table(["GPU", "batch", "context", "measured tok/s", "estimate tok/s", "measured peak GiB",
-                            "estimate GiB", "record"],
-                           [[c["gpu"], c["batch"], c["context"], _tps(c["measured_tokens_per_s"]),
-                             _tps(c["estimate_tokens_per_s"]), f"{c['measured_peak_bytes'] / advisor.GIB:,.2f}",
-                             f"{c['estimate_memory_bytes'] / advisor.GIB:,.2f}", c["record"]] for c in checks]))
-    doc = {"workload": dict(vars(w)),
-           "terms": [{"name": t.name, "formula": t.formula, "gib": t.gib} for t in e.terms],
-           "total_gib": e.total_gib, "headroom": advisor.HEADROOM, "notes": e.notes, "measured_checks": checks,
-           "measured": measured, "default_efficiency": machines.DEFAULT_EFFICIENCY,
-           "prices_generated": data.prices_generated(), "data_as_of": data.data_as_of(),
-           "options": [dict(vars(o), priced=bool(o.price)) for o in aws + aws_unpriced + gpus + gpu_unpriced],
-           "not_offered": left_out}
-    return "\n".join(lines), doc
-
-
-def measured_checks(w, meas: dict) -> list[dict]:
-    """The ``advisor_check`` rows recorded for ``w``'s model and precision (inference only), each
-    with the advisor's estimate for its batch and context recomputed now."""
-    from . import machines
-    if w.task != "inference" or not w.model:
-        return []
-    return machines.compare_records(meas, model=w.model, precision=w.precision)
 
 
 def _emit(text: str) -> None:

@@ -7,15 +7,15 @@ formulas, or from this project's own results (the measured efficiencies).
 from __future__ import annotations
 
 from .. import catalogue as data
+from . import meta
 from ..pages import collapsed, data_renderer, table
-from .advisor import GIB as GIB_
+from .meta import GIB
 
-#: Worked examples on the page: serving Llama 3.1 8B in bf16, and Llama 3.1 70B with int4 weights at its
-#: full context (the KV cache outgrows the weights).
-EXAMPLE_ARGS = ["advise", "--model", "llama-3.1-8b", "--precision", "bf16", "--task", "inference",
-                "--seq", "8192", "--batch", "1", "--top", "6"]
-KV_EXAMPLE_ARGS = ["advise", "--model", "llama-3.1-70b", "--precision", "int4", "--task", "inference",
-                   "--seq", "131072", "--top", "5"]
+#: Worked examples on the page, as the workload ``gpukit advise`` builds from its options and the
+#: rows it shows: serving Llama 3.1 8B in bf16, and Llama 3.1 70B with int4 weights at its full
+#: context (the KV cache outgrows the weights).
+EXAMPLE = (dict(model="llama-3.1-8b", precision="bf16", task="inference", seq=8192, batch=1), 6)
+KV_EXAMPLE = (dict(model="llama-3.1-70b", precision="int4", task="inference", seq=131072), 5)
 
 #: Buying tiers by card list price (USD); a card with no list price appears under "no list price".
 TIERS = [("under $500", 0, 500), ("$500 to $1,000", 500, 1000), ("$1,000 to $2,000", 1000, 2000),
@@ -153,25 +153,24 @@ def gpu_table() -> str:
 
 @data_renderer("cloud", "fp64")
 def fp64_summary() -> str:
-    """Which GPUs in the data have which FP64:FP32 ratio (the page's prose only points here)."""
+    """Which GPUs in the data have which FP64:FP32 ratio."""
     groups: dict[float, list[str]] = {}
     for g in data.gpus():
         if g["fp64_ratio"]:
             groups.setdefault(g["fp64_ratio"], []).append(g["name"])
     rows = [[f"1:{round(1 / r)}", ", ".join(names)] for r, names in sorted(groups.items(), reverse=True)]
     unknown = [g["name"] for g in data.gpus() if not g["fp64_ratio"]]
-    return collapsed("Which GPUs have which FP64:FP32 ratio",
-                     table(["FP64:FP32", "GPUs in the data"], rows, "ll")
-                     + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
+    return (table(["FP64:FP32", "GPUs in the data"], rows, "ll")
+            + f"\n\n<small>Not confirmed, so not listed: {', '.join(unknown)}.</small>")
 
 
 def largest_model(memory_gib: float, precision: str, seq: int = TIER_SEQ) -> tuple[str, float] | None:
     """The largest preset whose inference estimate (with headroom) fits ``memory_gib``, and its need."""
-    from .advisor import HEADROOM, Workload, estimate
-    from .models import PRESETS, count_params
+    presets = meta.PRESETS
     best = None
-    for name in sorted(PRESETS, key=lambda n: count_params(PRESETS[n])[0]):
-        need = estimate(Workload.from_preset(name, precision=precision, seq=seq)).total_gib * HEADROOM
+    for name in sorted(presets, key=lambda n: meta.count_params(presets[n])[0]):
+        need = (meta.estimate(meta.Workload.from_preset(name, precision=precision, seq=seq)).total_gib
+                * meta.HEADROOM)
         if need <= memory_gib:
             best = (name, need)
     return best
@@ -282,20 +281,19 @@ def _page_report(text: str) -> str:
     return "\n\n".join(out)
 
 
-def _advise(argv: list[str]) -> str:
-    import argparse
+def _workload(example: tuple[dict, int]):
+    kw = dict(example[0])
+    return meta.Workload.from_preset(kw.pop("model"), **kw)
 
-    from .cli import build, register, report
-    parser = argparse.ArgumentParser(prog="gpukit")
-    register(parser.add_subparsers())
-    args = parser.parse_args(argv)
-    text, _ = report(build(args), top=args.top)
+
+def _advise(example: tuple[dict, int]) -> str:
+    text, _ = meta.report(_workload(example), top=example[1])
     return _page_report(text)
 
 
 @data_renderer("cloud", "advise-example")
 def advise_example() -> str:
-    text = _advise(EXAMPLE_ARGS)
+    text = _advise(EXAMPLE)
     rows = [ln for ln in text.splitlines()
             if ln.startswith("| ") and not ln.startswith(("| instance", "| :"))]
     lead = ""
@@ -308,20 +306,17 @@ def advise_example() -> str:
 
 @data_renderer("cloud", "advise-kv-example")
 def advise_kv_example() -> str:
-    from .advisor import Workload, estimate
-    terms = {t.name: t.bytes for t in estimate(Workload.from_preset(
-        "llama-3.1-70b", precision="int4", task="inference", seq=int(KV_EXAMPLE_ARGS[8]))).terms}
-    lead = (f"The KV cache, {terms['KV cache'] / GIB_:,.1f} GiB, is {terms['KV cache'] / terms['weights']:.1f} "
-            f"times the int4 weights ({terms['weights'] / GIB_:,.1f} GiB).")
-    return lead + "\n\n" + collapsed("The advisor's whole answer", _advise(KV_EXAMPLE_ARGS))
+    terms = {t.name: t.bytes for t in meta.estimate(_workload(KV_EXAMPLE)).terms}
+    lead = (f"The KV cache, {terms['KV cache'] / GIB:,.1f} GiB, is {terms['KV cache'] / terms['weights']:.1f} "
+            f"times the int4 weights ({terms['weights'] / GIB:,.1f} GiB).")
+    return lead + "\n\n" + collapsed("The advisor's whole answer", _advise(KV_EXAMPLE))
 
 
 @data_renderer("cloud", "models")
 def models() -> str:
-    from .models import PRESETS, count_params
     rows = []
-    for name, p in PRESETS.items():
-        total, active = count_params(p)
+    for name, p in meta.PRESETS.items():
+        total, active = meta.count_params(p)
         counted = "counted" if p.intermediate else "published"
         source = _link(p.source, "config") + (f" ({p.source_date})" if p.source_date else "")
         if p.context_source:
@@ -330,8 +325,8 @@ def models() -> str:
                      f"{active / 1e9:,.2f}" if active < total else "all",
                      f"{p.layers} / {p.hidden}", f"{p.heads} / {p.kv_heads}", _num(p.context),
                      f"{source}; {counted}"])
-    sizes = sorted(count_params(p)[0] for p in PRESETS.values())
-    lead = (f"The advisor knows {len(PRESETS)} models, from {sizes[0] / 1e9:,.1f} to "
+    sizes = sorted(meta.count_params(p)[0] for p in meta.PRESETS.values())
+    lead = (f"The advisor knows {len(meta.PRESETS)} models, from {sizes[0] / 1e9:,.1f} to "
             f"{sizes[-1] / 1e9:,.0f} billion parameters.")
     body = (table(["preset", "params (billions)", "active per token", "layers / hidden",
                    "heads / KV heads", "context (tokens)", "source"], rows, "lrrrrrl")
@@ -343,26 +338,23 @@ def models() -> str:
 
 @data_renderer("cloud", "assumptions")
 def assumptions() -> str:
-    from . import advisor, machines
-    rows = [["a machine fits when its accelerator memory is at least", f"{advisor.HEADROOM:.2f} x the estimate"],
+    rows = [["a machine fits when its accelerator memory is at least", f"{meta.HEADROOM:.2f} x the estimate"],
             ["inference workspace", "the largest forward pass: residual stream, MLP or logits (no "
              "attention scores: a fused kernel)"],
             ["memory unit", "GiB (2^30 bytes), as AWS lists accelerator memory"],
-            ["compute efficiency where nothing was measured", f"{machines.DEFAULT_EFFICIENCY:.0%} of dense peak"],
+            ["compute efficiency where nothing was measured", f"{meta.DEFAULT_EFFICIENCY:.0%} of dense peak"],
             ["bandwidth where nothing was measured", "peak (so decode speeds are upper bounds)"],
-            ["GPUs to buy: at most", f"{machines.MAX_GPUS} cards"]]
-    rows += [["measured by this project", m] for m in machines.describe_measurements("bf16", machines.measurements())]
-    return collapsed("The advisor's assumptions", table(["assumption", "value"], rows, "ll"))
+            ["GPUs to buy: at most", f"{meta.MAX_GPUS} cards"]]
+    rows += [["measured by this project", m] for m in meta.describe_measurements("bf16", meta.measurements())]
+    return table(["assumption", "value"], rows, "ll")
 
 
 @data_renderer("cloud", "advisor-check")
 def advisor_check() -> str:
     """The advisor beside what this project measured running a language model (if recorded)."""
-    from .advisor import GIB
-    from .machines import compare_records, measurements
     header = ["GPU", "model, weights", "batch x context", "tok/s measured", "advisor",
               "peak GiB measured", "advisor"]
-    rows = compare_records(measurements())
+    rows = meta.compare_records(meta.measurements())
     if not rows:
         return (table(header, [["no run recorded yet"] + ["-"] * (len(header) - 1)], "l" * len(header))
                 + "\n\n<small>No language-model run has been recorded yet: once "
@@ -399,19 +391,17 @@ RULES = [
 
 def rule_cases():
     """(label, advisor bytes, rule bytes, rule text, url) for each rule of thumb."""
-    from .advisor import Workload, estimate
     out = []
     for label, kw, term, rule, text, url in RULES:
         kw = dict(kw)
-        w = Workload.from_preset(kw.pop("model"), **kw) if "model" in kw else Workload(**kw)
-        got = next(t.bytes for t in estimate(w).terms if t.name == term)
+        w = meta.Workload.from_preset(kw.pop("model"), **kw) if "model" in kw else meta.Workload(**kw)
+        got = next(t.bytes for t in meta.estimate(w).terms if t.name == term)
         out.append((label, got, rule, text, url))
     return out
 
 
 @data_renderer("cloud", "rules")
 def rules() -> str:
-    from .advisor import GIB
     rows = [[label, f"{got / GIB:,.2f}", f"{rule / GIB:,.2f}", f"{(got - rule) / rule:+.1%}", f"[{text}]({url})"]
             for label, got, rule, text, url in rule_cases()]
     return table(["case", "advisor GiB", "rule of thumb GiB", "difference", "rule and source"], rows, "lrrrl")

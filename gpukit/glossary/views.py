@@ -3,12 +3,14 @@
 Each view is ``glossary-<term>`` of the results file that measured the term (``gpu_anatomy``,
 ``vector_add``, ``timing``, ``mandelbrot``, ``ladder``, ``matmul`` or ``tensor_cores``). It shows the reference
 machine only (the glossary, like the chapters' prose, is written around that machine) and returns
-one sentence; a view that also needs another file loads it with :func:`gpukit.results.load`.
+one sentence; a view that also needs another file reads it with
+:meth:`gpukit.pages.Record.other`, from the results folder the page is rendered from.
 """
 
 from __future__ import annotations
 
-from .. import pages, results
+from .. import catalogue, pages, results
+from . import meta
 from ..pages import fmt_num, fmt_time
 
 
@@ -25,12 +27,13 @@ def term(name: str, view: str):
     return deco
 
 
-def other(name: str) -> dict:
-    """The reference machine's record of results ``name``; NotRecorded where it has none."""
-    found = results.load(name).get(results.reference_machine())
+def other(data: dict, name: str) -> dict:
+    """The reference machine's record of results ``name``, read from the folder ``data`` came
+    from; NotRecorded where it has none."""
+    found = data.other(name)
     if found is None:
         raise pages.NotRecorded(name)
-    return pages.Record(found)
+    return found
 
 
 def _size(b: float) -> str:
@@ -122,7 +125,7 @@ def l2(data: dict) -> str:
     row = _latency_row(data, "L2")
     if row:
         text += f"; a load that hits it takes {_ns(row)}"
-    timing = other("timing")
+    timing = other(data, "timing")
     hot = [h for h in timing["cache"].get("hot_cold", []) if h["working_set_bytes"] < g["l2_cache_bytes"]]
     if hot:
         h = hot[0]
@@ -137,7 +140,7 @@ def hbm(data: dict) -> str:
     g = _gpu(data)
     text = (f"{_size(g['memory_bytes'])} of device memory; its peak from the memory clock and bus width is "
             f"{fmt_num(g['theoretical_bandwidth_gbs'])} GB/s")
-    ceiling = other("vector_add")["gpu"].get("ceiling_gbs")
+    ceiling = other(data, "vector_add")["gpu"].get("ceiling_gbs")
     if ceiling:
         text += (f"; a device-to-device copy moved {fmt_num(ceiling)} GB/s "
                  f"({100 * ceiling / g['theoretical_bandwidth_gbs']:.0f} % of it)")
@@ -149,11 +152,10 @@ def hbm(data: dict) -> str:
 
 @term("gpu_anatomy", "littles-law")
 def littles_law(data: dict) -> str:
-    from ..gpu_anatomy.kernels import littles_law as law_of
     g = _gpu(data)
     dram = data["latency"]["rows"][-1]["latency_ns"]
     best = max(r["gbs"] for r in data["occupancy"]["rows"])
-    law = law_of(best, dram, g["multiprocessors"], 4, g["warp_size"])
+    law = meta.littles_law(best, dram, g["multiprocessors"], 4, g["warp_size"])
     return (f"{fmt_num(best)} GB/s x {dram:,.0f} ns = {law['bytes_in_flight'] / 2**20:,.1f} MiB in flight, "
             f"{law['bytes_per_sm'] / 1024:,.0f} KiB per SM: {law['warps_per_sm_one_load_each']:,.0f} warps per SM "
             f"if each thread has one 4-byte load in flight, more than the "
@@ -162,8 +164,7 @@ def littles_law(data: dict) -> str:
 
 @term("gpu_anatomy", "latency-hiding")
 def latency_hiding(data: dict) -> str:
-    from ..gpu_anatomy.kernels import READ_VARIANTS
-    one, four = (_best_by_warps(data, v) for v in (READ_VARIANTS[0], READ_VARIANTS[2]))
+    one, four = (_best_by_warps(data, v) for v in (meta.READ_VARIANTS[0], meta.READ_VARIANTS[2]))
     if not one:
         raise pages.NotRecorded("occupancy")
     lo, hi = min(one), max(one)
@@ -176,10 +177,9 @@ def latency_hiding(data: dict) -> str:
 
 @term("gpu_anatomy", "occupancy")
 def occupancy(data: dict) -> str:
-    from ..gpu_anatomy.kernels import READ_VARIANTS
     g = _gpu(data)
     enough: dict[int, list[str]] = {}            # fewest warps per SM for 90 % of the best -> kernels
-    for variant in READ_VARIANTS:
+    for variant in meta.READ_VARIANTS:
         best = _best_by_warps(data, variant)
         if best:
             top = max(best.values())
@@ -388,9 +388,8 @@ def cublas(data: dict) -> str:
 
 @term("matmul", "roofline")
 def roofline(data: dict) -> str:
-    from ..device import fp32_peak as peak_of
     g = data["gpu"]
-    peak = peak_of(_gpu(data))
+    peak = catalogue.fp32_peak(_gpu(data))
     if peak is None or not g.get("copy_ceiling_gbs"):
         raise pages.NotRecorded("fp32 peak or copy_ceiling_gbs")
     ridge = peak["tflops"] * 1e12 / (g["copy_ceiling_gbs"] * 1e9)
@@ -426,8 +425,7 @@ def fp8(data: dict) -> str:
 
 @term("matmul", "fp32-peak")
 def fp32_peak(data: dict) -> str:
-    from ..device import fp32_peak as peak_of
-    peak = peak_of(_gpu(data))
+    peak = catalogue.fp32_peak(_gpu(data))
     if peak is None:
         raise pages.NotRecorded("gpu")
     row = _cublas(data["gpu"])

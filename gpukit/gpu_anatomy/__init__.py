@@ -12,5 +12,5 @@ __all__, __getattr__ = lazy_api(__name__, {
     "fill_random": "kernels", "read_sum": "kernels", "read_sum_dependent": "kernels",
     "read_sum_ilp4": "kernels", "strided_copy": "kernels", "paths_kernel": "kernels",
     "chase": "kernels", "paths_reference": "kernels", "random_cycle": "kernels", "walk": "kernels",
-    "occupancy": "kernels", "littles_law": "meta", "PATHS": "meta", "DIVERGENCE_MODES": "meta",
+    "occupancy": "kernels", "littles_law": "meta", "PATHS": "meta", "READ_VARIANTS": "meta", "DIVERGENCE_MODES": "meta",
 })

@@ -32,9 +32,10 @@ def _latency(rows: list[dict], word: str) -> str:
     return f"{row['latency_ns']:,.0f} ns ({row['latency_cycles']:,.0f} SM cycles)"
 
 
-def _other(name: str, slug: str) -> dict | None:
-    """This machine's record of another results file, or None where it has none."""
-    return results.load(name).get(slug)
+def _other(name: str, slug: str, data: dict) -> dict | None:
+    """This machine's record of another results file, from the folder ``data`` was read from,
+    or None where it has none."""
+    return results.load(name, root=getattr(data, "root", None)).get(slug)
 
 
 def levels(slug: str, data: dict) -> list[dict]:
@@ -45,8 +46,8 @@ def levels(slug: str, data: dict) -> list[dict]:
     lat_rows = data["latency"]["rows"]               # NotRecorded on a machine without the part
     occ = data.get("occupancy") or {}
     best_read = max((r["gbs"] for r in occ.get("rows", [])), default=None)
-    vadd = (_other("vector_add", slug) or {}).get("gpu") or {}
-    timing = (_other("timing", slug) or {}).get("cache") or {}
+    vadd = (_other("vector_add", slug, data) or {}).get("gpu") or {}
+    timing = (_other("timing", slug, data) or {}).get("cache") or {}
     host = data.get("host") or {}
 
     memory_bw = []
@@ -141,7 +142,7 @@ def hierarchy(slug: str, data: dict) -> str:
     rows = levels(slug, data)
     title = f"Memory hierarchy, {pages.plot_title(data)}"
     others = [f"`results/{slug}/{name}.json` (recorded {rec['machine']['date'][:10]})"
-              for name in ("vector_add", "timing") if (rec := _other(name, slug))]
+              for name in ("vector_add", "timing") if (rec := _other(name, slug, data))]
     body = _draw(title, rows)
     if others:
         body += f"\n\n<small>Bandwidths also from {' and '.join(others)}.</small>"

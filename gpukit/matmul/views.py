@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import device, pages
+from .. import pages
+from ..catalogue import fp32_peak
 from .meta import AWKWARD, PTXAS_NAME
 
 
@@ -77,10 +78,6 @@ DYNAMIC_SHARED = {"12-pipelined": 4 * 3 * 16 * (128 + 4 + 256)}
 
 #: Kernels without tiles: every multiply-add loads both operands from global memory.
 UNTILED = ("01-naive-numba", "02-coalesced-numba")
-
-#: the FP32 compute roof from the machine record (re-exported: the glossary uses it)
-fp32_peak = device.fp32_peak
-
 
 def tile_intensity(kernel: str) -> float | None:
     """FLOP per byte of the kernel's loads from global memory (its tile loads).
@@ -163,7 +160,15 @@ def render_roofline(slug: str, data: dict) -> str:
             f"{min(peak['tflops'], m['hbm_intensity'] * bw / 1e3) if peak else m['hbm_intensity'] * bw / 1e3:.1f} "
             f"TFLOP/s. cuBLAS in the same run: {_tf(m['cublas'])} TFLOP/s"
             + (f" ({100 * m['cublas'] / peak['tflops']:.0f} % of the peak), a measured speed, not a roof"
-               if peak and m["cublas"] else "") + ".\n\n")
+               if peak and m["cublas"] else "") + ".")
+    return head
+
+
+@pages.renderer("matmul", "roofline-kernels")
+def render_roofline_kernels(slug: str, data: dict) -> str:
+    """Every kernel against the roofs of :func:`render_roofline`."""
+    m = _roofline(data)
+    peak, bw = m["peak"], m["hbm_gbs"]
     rows = []
     for k in m["kernels"]:
         worst = k["tile"] * bw / 1e3 if k["tile"] is not None else None
@@ -180,14 +185,8 @@ def render_roofline(slug: str, data: dict) -> str:
                      _fmt_ai(k["tile"]),
                      "-" if k["tile"] is None else pages.fmt_num(k["tflops"] * 1e3 / k["tile"]),
                      hbm_note, _fmt_ai(k["shared"])])
-    key = ("\n\nColumns: FLOP/byte (tile) is the intensity of the tile loads, which L2 serves; "
-           "tile GB/s is the rate of those loads at the measured speed; HBM roof is the roof the "
-           "kernel would have if every tile load came from HBM; FLOP/byte (shared) is the "
-           "intensity of the shared-memory loads.")
-    return head + pages.collapsed(
-        "Every kernel against the roofs",
-        pages.table(["kernel", "TFLOP/s", "% of FP32 peak", "FLOP/byte (tile)", "tile GB/s",
-                     "HBM roof (TFLOP/s)", "FLOP/byte (shared)"], rows) + key)
+    return pages.table(["kernel", "TFLOP/s", "% of FP32 peak", "FLOP/byte (tile)", "tile GB/s",
+                        "HBM roof (TFLOP/s)", "FLOP/byte (shared)"], rows)
 
 
 @pages.renderer("matmul", "roofline-plot")
@@ -261,10 +260,8 @@ def render_sweep(slug: str, data: dict) -> str:
     note = ("\n\nAt " + ", ".join(f"n = {n}" for n, _ in batched) + ", each sample times "
             + ", ".join(f"{b}" for _, b in batched) + " launches back to back (in that order), "
             "so the launch gaps do not count as kernel time.") if batched else ""
-    return pages.collapsed(
-        "TFLOP/s at every size (in brackets: % of cuBLAS)",
-        pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
-        + pages.flag_note([r for r in rows if "name" in r]))
+    return (pages.table(["n (n x n x n)"] + [f"`{x}`" for x in names], body) + note
+            + pages.flag_note([r for r in rows if "name" in r]))
 
 
 @pages.renderer("matmul", "tensor-cores")
