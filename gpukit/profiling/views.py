@@ -144,7 +144,10 @@ def together(slug: str, data: dict) -> str:
               f"{fmt_ratio(both['copies_s'] / g['ideal_s'], 2)} the ideal bound, and "
               f"{fmt_time(both['all_three_s'])} with the kernel beside them. Against that bound, "
               f"{fmt_time(bound)}, the best pipelined run ({fmt_time(best)}) reached "
-              f"{100 * bound / best:.0f} %; against the ideal bound, {100 * g['ideal_s'] / best:.0f} %.")
+              f"{100 * bound / best:.0f} %; against the ideal bound, {100 * g['ideal_s'] / best:.0f} %."
+            + (f" Unless the two copies can finish sooner than when started together, no "
+               f"arrangement of chunks and streams can bring the job closer to the ideal bound than "
+               f"{100 * g['ideal_s'] / bound:.0f} % on this machine." if bound > g["ideal_s"] else ""))
 
 
 @pages.renderer("profiling", "records")
