@@ -250,6 +250,7 @@ def simulated(tmp_path_factory):
     return got, gpu_root, cpu_root
 
 
+@pytest.mark.slow
 def test_simulator_kernels_match_the_cpu_and_every_view_renders(simulated):
     got, tmp_path, _ = simulated
     assert got["same_twice"]
@@ -372,6 +373,7 @@ def test_cli_bad_output_and_missing_gpu(tmp_path):
 
 # ------------------------------------------------------------------ the chapter's views
 
+@pytest.mark.slow      # shares the simulator's run with the test above
 def test_benchmark_and_views_on_cpu(simulated):
     data, tmp_path = simulated[0]["cpu_record"], simulated[2]
     part = data["cpu"]
