@@ -75,6 +75,7 @@ def pages(site_dir: Path) -> list[str]:
 
 
 VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
+AHEAD = 3                                   # pages loading while one is checked
 SCHEMES = ("light", "dark")
 
 
@@ -241,12 +242,14 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
     chapters = _chapter_pages()
     assert set(chapters) <= set(all_pages), set(chapters) - set(all_pages)
     problems = []
-    loading = start(browser, base + all_pages[0], dark, (width, height))
+    # the next pages load while this one is checked (a load waits half a second for the
+    # network to stay idle: most of its time)
+    loading = [start(browser, base + p, dark, (width, height)) for p in all_pages[:AHEAD]]
     for i, path in enumerate(all_pages):
         name = (path.strip("/").replace("/", "_") or "home") + suffix
-        this = loading
-        if i + 1 < len(all_pages):          # the next page loads while this one is checked
-            loading = start(browser, base + all_pages[i + 1], dark, (width, height))
+        this = loading.pop(0)
+        if i + AHEAD < len(all_pages):
+            loading.append(start(browser, base + all_pages[i + AHEAD], dark, (width, height)))
         this[3].wait_for_load_state("networkidle")
         if path in chapters:
             top = this[3].evaluate(FIRST_PICTURE)
