@@ -10,7 +10,7 @@ figure's scale), no two labels of one figure overlap, every table that scrolls s
 every chapter's first picture starts within the first two screens;
 on the desktop no shown code (commands included, printed output not) is wider than 88 columns
 or scrolls sideways; in the dark scheme the
-figures are drawn for it. Figures open full size on a click, console blocks copy without their
+figures are drawn for it. Each example's page offers its script for download (the very file). Figures open full size on a click, console blocks copy without their
 prompts, install commands carry the address the site is served from, and search finds the
 section that teaches each of a handful of words (stemmed: "coalescing" finds "coalesced").
 A screenshot of every page at both sizes, in both schemes, is saved under
@@ -241,6 +241,8 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
     assert len(all_pages) >= 8
     chapters = _chapter_pages()
     assert set(chapters) <= set(all_pages), set(chapters) - set(all_pages)
+    examples = [p for p in all_pages if p.startswith(("examples/", "executed/"))]
+    assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
     problems = []
     # the next pages load while this one is checked (a load waits half a second for the
     # network to stay idle: most of its time)
@@ -296,6 +298,8 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
                             f"sideways {read['scrollcode'][:3]}")
         if dark and read["undark"]:
             problems.append(f"{path}: figures not drawn for the dark scheme: {read['undark'][:3]}")
+        if path in examples and (viewport, scheme) == ("desktop", "light"):
+            _offers_its_script(page, path, site_dir)
         page.context.close()
     assert not problems, "\n".join(problems)
     assert len(list(shots.glob(f"*{suffix}.png"))) >= len(all_pages)
@@ -415,25 +419,20 @@ def test_dark_light_toggle(site, browser):
     page.context.close()
 
 
-def test_example_pages_offer_the_script_for_download(site, browser):
-    site_dir, base = site
-    examples = [p for p in pages(site_dir) if p.startswith(("examples/", "executed/"))]
-    assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
-    for path in examples:
-        _, _, _, page = visit(browser, base + path)
-        link = page.locator("a[download]:not(.gpukit-notebook)")
-        assert link.count() == 1, path
-        href = link.get_attribute("href")
-        from urllib.parse import urljoin
-        response = page.request.get(urljoin(page.url, href))
-        assert response.ok, (path, href)
-        script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
-        assert response.text() == script  # the very file the tests run
-        # the snippet markers (for the chapters' includes) are not shown, nor copied
-        html = (site_dir / path / "index.html").read_text(encoding="utf-8")
-        assert "--8<--" in script and "--8&lt;--" not in html, path
-        assert "import" in page.locator("article").inner_text(), path
-        page.context.close()
+def _offers_its_script(page, path: str, site_dir: Path) -> None:
+    """An example's page offers its script for download: the very file the tests run, with
+    the snippet markers (for the chapters' includes) neither shown nor copied."""
+    from urllib.parse import urljoin
+    link = page.locator("a[download]:not(.gpukit-notebook)")
+    assert link.count() == 1, path
+    href = link.get_attribute("href")
+    response = page.request.get(urljoin(page.url, href))
+    assert response.ok, (path, href)
+    script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
+    assert response.text() == script, path
+    html = (site_dir / path / "index.html").read_text(encoding="utf-8")
+    assert "--8<--" in script and "--8&lt;--" not in html, path
+    assert "import" in page.locator("article").inner_text(), path
 
 
 def test_a_chapter_s_idea_is_on_a_phone_s_first_screen(site, browser):
