@@ -39,8 +39,8 @@ def test_cpu_backends_identical_in_float64(backend, shape, references):
     assert np.array_equal(got, references[shape])
 
 
-# numba's simulator runs a kernel about 1e5 times slower than a GPU: there 41 x 19 stands for
-# 333 x 97 (two blocks across, one down, each with a part left over)
+# numba's simulator runs a kernel far slower than a GPU: there 41 x 19 stands for
+# 333 x 97 (3 x 2 blocks of 16 x 16, the last across and down only partly filled)
 CUDA_SHAPES = SHAPES if not device.simulator_enabled() else [(1, 1), (41, 19), (17, 5)]
 
 
