@@ -43,6 +43,12 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The tests marked slow (a minute or more on two cores) start first, in their order: under
+    # pytest-xdist the other workers take the short tests and steal from the end of the queue,
+    # so no long test is left to run alone at the end. A module-scoped fixture that slow and
+    # short tests share is made twice (once for each group): keep such expensive ones within
+    # the slow group.
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none here); run `make test-gpu` on one")

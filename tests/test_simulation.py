@@ -502,14 +502,23 @@ def _ptx_checks():
 
     from numba import cuda
 
-    from gpukit.simulation import heat, lbm, measure
-    try:
-        facts = measure.ptx_facts()
-    except Exception as exc:  # noqa: BLE001
-        return {"skip": f"{type(exc).__name__}: {exc}"}
-    if "error" in facts:
-        return {"skip": facts["error"]}
+    from gpukit.simulation import heat, lbm, measure, nbody
+    facts = measure.ptx_facts()                  # a kernel that does not compile raises here
+    if "skipped" in facts:
+        return {"skip": facts["skipped"]}
     out = {"nbody": facts}
+
+    def broken(pos, acc, eps2):                  # float32 arrays cannot hold a string
+        acc[0, 0] = "not a number"
+    real = nbody.accel_kernel
+    nbody.accel_kernel = lambda variant: cuda.jit(broken)
+    try:
+        measure.ptx_facts()
+        out["broken variant"] = "compiled"
+    except Exception as exc:  # noqa: BLE001 - the test reads which error it was
+        out["broken variant"] = type(exc).__name__
+    finally:
+        nbody.accel_kernel = real
     lbm_sig = "float32[:,:,::1], float32[:,:,::1], uint8[:,::1], float32, float32, float32, int64"
     for name, fn, sig in (("lbm", lbm.lbm_kernel, lbm_sig),
                           ("lbm loads first", lbm.lbm_kernel_loads_first, lbm_sig),
@@ -529,6 +538,7 @@ def test_kernels_compile_for_sm90_in_float32():
     assert "error" not in got, got
     if "skip" in got:
         pytest.skip(f"no PTX compiler here: {got['skip']}")
+    assert got["broken variant"] == "TypingError", got["broken variant"]   # raised, not skipped
     for name in ("lbm", "lbm loads first", "heat", "heat loads first", "heat pairs"):
         assert got[name] == {"f64": 0, "local": 0}, (name, got[name])
     nb = got["nbody"]

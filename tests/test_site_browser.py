@@ -6,10 +6,11 @@ and the dark colour scheme. Each visit: no console error and no request to any h
 size), no page is wider than the viewport (tables and code scroll inside their own box),
 code blocks have copy buttons, and no plot is blank. What a reader can read is checked too: on
 the phone no text of a plot or diagram is smaller than 11 CSS px (its computed size times the
-figure's scale), no two labels of one figure overlap, every table that scrolls sideways says so;
+figure's scale), no two labels of one figure overlap, every table that scrolls sideways says so,
+every chapter's first picture starts within the first two screens;
 on the desktop no shown code (commands included, printed output not) is wider than 88 columns
 or scrolls sideways; in the dark scheme the
-figures are drawn for it. Figures open full size on a click, console blocks copy without their
+figures are drawn for it. Each example's page offers its script for download (the very file). Figures open full size on a click, console blocks copy without their
 prompts, install commands carry the address the site is served from, and search finds the
 section that teaches each of a handful of words (stemmed: "coalescing" finds "coalesced").
 A screenshot of every page at both sizes, in both schemes, is saved under
@@ -74,12 +75,14 @@ def pages(site_dir: Path) -> list[str]:
 
 
 VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
+AHEAD = 3                                   # pages loading while one is checked
 SCHEMES = ("light", "dark")
 
 
-def visit(browser, url: str, shot: Path | None = None, dark: bool = False,
-          size: tuple[int, int] = (1280, 900)):
-    """Load a page; return (console errors, outside requests, failed requests, page)."""
+def start(browser, url: str, dark: bool = False, size: tuple[int, int] = (1280, 900)):
+    """Start loading a page, its listeners attached first; return (console errors, outside
+    requests, failed requests, page). The browser goes on loading it while the caller works
+    on another page; :func:`visit` waits for it."""
     ctx = browser.new_context(viewport={"width": size[0], "height": size[1]},
                               color_scheme="dark" if dark else "light")
     page = ctx.new_page()
@@ -89,7 +92,16 @@ def visit(browser, url: str, shot: Path | None = None, dark: bool = False,
     page.on("request", lambda r: outside.append(r.url)
             if not r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:")) else None)
     page.on("requestfailed", lambda r: failed.append(r.url))
-    page.goto(url, wait_until="networkidle")
+    page.goto(url, wait_until="commit")
+    return errors, outside, failed, page
+
+
+def visit(browser, url: str, shot: Path | None = None, dark: bool = False,
+          size: tuple[int, int] = (1280, 900), started=None):
+    """Load a page (or finish loading one from :func:`start`) until the network is idle;
+    return (console errors, outside requests, failed requests, page)."""
+    errors, outside, failed, page = started or start(browser, url, dark, size)
+    page.wait_for_load_state("networkidle")
     if shot is not None:
         page.screenshot(path=str(shot), full_page=True)
     return errors, outside, failed, page
@@ -199,6 +211,23 @@ READABLE = r"""async (dark) => {
 }"""
 
 
+#: Where a page's first picture starts (an image, inline SVG or figure at least 150 x 80 px in
+#: the article), in px from the top of the page; None without one.
+FIRST_PICTURE = """() => {
+    const els = [...document.querySelectorAll('article img, article svg, article figure')]
+        .filter(e => { const r = e.getBoundingClientRect(); return r.width > 150 && r.height > 80; });
+    return els.length ? Math.round(els[0].getBoundingClientRect().top + window.scrollY) : null;
+}"""
+
+
+def _chapter_pages() -> list[str]:
+    """The pages whose first picture must start within the first two screens: every chapter
+    but the glossary, and the page on installing CUDA."""
+    from gpukit.results import CHAPTERS
+    return [c.page[:-3] + "/" for c in CHAPTERS if c.slug != "glossary"] + ["installing-cuda/"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
 def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
@@ -210,11 +239,27 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
     suffix = f"-{viewport}" + ("-dark" if dark else "")
     all_pages = pages(site_dir)
     assert len(all_pages) >= 8
+    chapters = _chapter_pages()
+    assert set(chapters) <= set(all_pages), set(chapters) - set(all_pages)
+    examples = [p for p in all_pages if p.startswith(("examples/", "executed/"))]
+    assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
     problems = []
-    for path in all_pages:
+    # the next pages load while this one is checked (a load waits half a second for the
+    # network to stay idle: most of its time)
+    loading = [start(browser, base + p, dark, (width, height)) for p in all_pages[:AHEAD]]
+    for i, path in enumerate(all_pages):
         name = (path.strip("/").replace("/", "_") or "home") + suffix
-        errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png", dark=dark,
-                                              size=(width, height))
+        this = loading.pop(0)
+        if i + AHEAD < len(all_pages):
+            loading.append(start(browser, base + all_pages[i + AHEAD], dark, (width, height)))
+        this[3].wait_for_load_state("networkidle")
+        if path in chapters:
+            top = this[3].evaluate(FIRST_PICTURE)
+            if top is None or top >= 2 * height:
+                problems.append(f"{path}: first picture below the first two screens "
+                                f"({2 * height} px): {top}")
+        errors, outside, failed, page = visit(browser, base + path, shots / f"{name}.png",
+                                              started=this)
         wide = page.evaluate("document.documentElement.scrollWidth")
         colours = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
         blank = _blank_plots(page) if (viewport, scheme) == ("desktop", "light") else []
@@ -253,6 +298,8 @@ def test_every_page_loads_cleanly_offline(site, browser, viewport, scheme):
                             f"sideways {read['scrollcode'][:3]}")
         if dark and read["undark"]:
             problems.append(f"{path}: figures not drawn for the dark scheme: {read['undark'][:3]}")
+        if path in examples and (viewport, scheme) == ("desktop", "light"):
+            _offers_its_script(page, path, site_dir)
         page.context.close()
     assert not problems, "\n".join(problems)
     assert len(list(shots.glob(f"*{suffix}.png"))) >= len(all_pages)
@@ -372,50 +419,20 @@ def test_dark_light_toggle(site, browser):
     page.context.close()
 
 
-def test_example_pages_offer_the_script_for_download(site, browser):
-    site_dir, base = site
-    examples = [p for p in pages(site_dir) if p.startswith(("examples/", "executed/"))]
-    assert len(examples) == len(list((ROOT / "examples").glob("*.py")))
-    for path in examples:
-        _, _, _, page = visit(browser, base + path)
-        link = page.locator("a[download]:not(.gpukit-notebook)")
-        assert link.count() == 1, path
-        href = link.get_attribute("href")
-        from urllib.parse import urljoin
-        response = page.request.get(urljoin(page.url, href))
-        assert response.ok, (path, href)
-        script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
-        assert response.text() == script  # the very file the tests run
-        # the snippet markers (for the chapters' includes) are not shown, nor copied
-        html = (site_dir / path / "index.html").read_text(encoding="utf-8")
-        assert "--8<--" in script and "--8&lt;--" not in html, path
-        assert "import" in page.locator("article").inner_text(), path
-        page.context.close()
-
-
-#: Where a page's first picture starts (an image, inline SVG or figure at least 150 x 80 px in
-#: the article), in px from the top of the page; None without one.
-FIRST_PICTURE = """() => {
-    const els = [...document.querySelectorAll('article img, article svg, article figure')]
-        .filter(e => { const r = e.getBoundingClientRect(); return r.width > 150 && r.height > 80; });
-    return els.length ? Math.round(els[0].getBoundingClientRect().top + window.scrollY) : null;
-}"""
-
-
-@pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_every_chapter_shows_a_picture_in_its_first_two_screens(site, browser, viewport):
-    from gpukit.results import CHAPTERS
-    _, base = site
-    width, height = VIEWPORTS[viewport]
-    chapters = [c.page[:-3] + "/" for c in CHAPTERS if c.slug != "glossary"] + ["installing-cuda/"]
-    late = {}
-    for path in chapters:
-        *_, page = visit(browser, base + path, size=(width, height))
-        top = page.evaluate(FIRST_PICTURE)
-        page.context.close()
-        if top is None or top >= 2 * height:
-            late[path] = top
-    assert not late, f"first picture below the first two screens ({2 * height} px): {late}"
+def _offers_its_script(page, path: str, site_dir: Path) -> None:
+    """An example's page offers its script for download: the very file the tests run, with
+    the snippet markers (for the chapters' includes) neither shown nor copied."""
+    from urllib.parse import urljoin
+    link = page.locator("a[download]:not(.gpukit-notebook)")
+    assert link.count() == 1, path
+    href = link.get_attribute("href")
+    response = page.request.get(urljoin(page.url, href))
+    assert response.ok, (path, href)
+    script = (ROOT / "examples" / href.rsplit("/", 1)[-1]).read_text(encoding="utf-8")
+    assert response.text() == script, path
+    html = (site_dir / path / "index.html").read_text(encoding="utf-8")
+    assert "--8<--" in script and "--8&lt;--" not in html, path
+    assert "import" in page.locator("article").inner_text(), path
 
 
 def test_a_chapter_s_idea_is_on_a_phone_s_first_screen(site, browser):
