@@ -217,7 +217,7 @@ def _spinner(library: str):
             return None
         gpu = cuda.get_current_device()
         block = 1024
-        grid = gpu.MULTIPROCESSOR_COUNT * max(1, gpu.MAX_THREADS_PER_MULTIPROCESSOR // block)
+        grid = gpu.MULTIPROCESSOR_COUNT * max(1, gpu.MAX_THREADS_PER_MULTI_PROCESSOR // block)
 
         @cuda.jit
         def nap(micros):
