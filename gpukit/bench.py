@@ -8,8 +8,8 @@ The rules this module enforces:
   (numba, CuPy or torch), after a warm-up, many times; the median is reported
   with min and max;
 * next to each event time, the **host time** of the call is recorded, and whether the call
-  **waits for the GPU** is measured directly: a kernel that spins on every multiprocessor (so
-  nothing of any stream runs beside it) is queued first and the call made behind it; a call that returns while the spin still runs did not wait. A call that waits
+  **waits for the GPU** is measured directly: a kernel that spins is queued first and the call
+  made behind it; a call that returns while the spin still runs did not wait. A call that waits
   is flagged ``blocks`` (its events time a round trip, not the device work alone). Behind the
   spin the queue has room, so the host time there is the cost of launching alone: where it
   reaches half the event time the row is flagged ``launch_bound`` (the GPU waits for the host).
@@ -170,60 +170,35 @@ class _EventTimer:
 
 
 _SPIN_CUDA = r"""
-extern "C" __global__ void __launch_bounds__(1024, 2) gpukit_spin(long long cycles) {
+extern "C" __global__ void gpukit_spin(long long cycles) {
     long long t0 = clock64();
     while (clock64() - t0 < cycles) { }
 }
 """
 
 
-def _filling_grid() -> tuple[int, int]:
-    """(blocks, threads) of a spin that takes every thread slot of every multiprocessor, so
-    that no kernel of any stream (non-blocking ones too) starts before it ends."""
-    import cupy
-    attrs = cupy.cuda.Device().attributes
-    per_sm = attrs["MaxThreadsPerMultiProcessor"] // 1024
-    return attrs["MultiProcessorCount"] * max(1, per_sm), 1024
-
-
 @functools.cache
 def _spinner(library: str):
-    """``spin(seconds)``: queue one kernel that fills the whole GPU for about that long, on
-    the library's current stream; None where the library cannot (the simulator, no GPU).
-    Filling every multiprocessor keeps work queued on other streams from running beside it.
+    """``spin(seconds)``: queue one kernel that keeps the GPU busy about that long, on the
+    library's current stream; None where the library cannot (the simulator, no GPU).
     Its clock rate is calibrated once with events, since the SM clock varies."""
-    try:
+    if library == "cupy":
         import cupy
-    except ImportError:
-        cupy = None
-    if library == "torch" and cupy is None:
-        import torch
-        launch = torch.cuda._sleep          # one thread: other streams can run beside it
-    elif library in ("cupy", "torch"):
         kernel = cupy.RawKernel(_SPIN_CUDA, "gpukit_spin")
-        grid, block = _filling_grid()
-        if library == "cupy":
-            launch = lambda cycles: kernel((grid,), (block,), (cupy.int64(cycles),))  # noqa: E731
-        else:
-            import torch
-
-            def launch(cycles):
-                stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-                with stream:
-                    kernel((grid,), (block,), (cupy.int64(cycles),))
+        launch = lambda cycles: kernel((1,), (1,), (cupy.int64(cycles),))  # noqa: E731
+    elif library == "torch":
+        import torch
+        launch = torch.cuda._sleep
     elif library == "numba":
         from numba import cuda
         if device.simulator_enabled():
             return None
-        gpu = cuda.get_current_device()
-        block = 1024
-        grid = gpu.MULTIPROCESSOR_COUNT * max(1, gpu.MAX_THREADS_PER_MULTI_PROCESSOR // block)
 
         @cuda.jit
         def nap(micros):
             for _ in range(micros):
                 cuda.nanosleep(1000)
-        launch = lambda micros: nap[grid, block](micros)  # noqa: E731
+        launch = lambda micros: nap[1, 1](micros)  # noqa: E731
     else:
         return None
     ev = _EventTimer(library)
