@@ -338,3 +338,25 @@ def test_gpu_decoding_with_the_cache_equals_recomputing():
     for t in range(6, 13):
         out = m(tokens[:, t:t + 1], torch.tensor([t], device="cuda"), cache)
     assert torch.allclose(out, full, rtol=1e-3, atol=1e-4), (out - full).abs().max()
+
+
+def test_the_advisor_check_that_sets_its_efficiency_is_not_counted():
+    import copy
+    import json
+
+    from gpukit import pages
+    from gpukit.llm_inference import views
+    from tests.helpers import ROOT
+    data = json.loads((ROOT / "results" / "nvidia-h200" / "llm_inference.json").read_text())
+    g = data["gpu"]
+    g["advisor_check"] = [
+        {"precision": "bf16", "batch": 1, "measured_tokens_per_s": 100.0, "advise_tokens_per_s": 300.0,
+         "measured_peak_bytes": 1e9, "advise_memory_bytes": 1e9},
+        *({"precision": "bf16", "batch": b, "measured_tokens_per_s": 100.0,
+           "advise_tokens_per_s": 105.0, "measured_peak_bytes": 1e9,
+           "advise_memory_bytes": 1.01e9} for b in (8, 32, 256))]
+    found = {t.name: t for t in pages.TARGETS["llm_inference"](pages.Record(copy.deepcopy(data)))}
+    dec = next(t for n, t in found.items() if "decode, 3 configurations besides" in n)
+    assert dec.met is True and dec.value == "worst 5.0%"
+    text = views.advisor("nvidia-h200", pages.Record(data))
+    assert "| +200.0 % * |" in text and text.count(" * |") == 1
