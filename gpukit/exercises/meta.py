@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 
-@dataclass(frozen=True)
+@dataclass
 class Text:
     """What a reader sees of a puzzle."""
     num: int

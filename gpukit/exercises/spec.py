@@ -16,21 +16,16 @@ from typing import Callable
 
 import numpy as np
 
+from .meta import Text
+
 #: the names of the three score counts
 SCORES = {"gr": "global reads", "gw": "global writes", "sh": "shared accesses"}
 
 
-@dataclass
-class Puzzle:
-    num: int
-    slug: str
-    title: str
-    kernel: str
-    task: str
-    rules: list[str]
-    hints: tuple[str, str]
-    #: kernel arguments, in order: names of outputs, inputs or scalars
-    args: tuple[str, ...]
+@dataclass(kw_only=True)
+class Puzzle(Text):
+    """A puzzle's words (:class:`~.meta.Text`: title, task, rules, hints, kernel and arguments,
+    what it teaches, its roof) and what the checker runs."""
     #: sizes of one trial: (rng, consts, full) -> dict
     sizes: Callable
     #: inputs: (rng, p) -> dict of arrays and scalars
@@ -70,18 +65,10 @@ class Puzzle:
     fixed_grid: Callable | None = None
     #: the calls of the module's launch() the checker makes: [n, sms, per_sm, per_block]
     probe: list | None = None
-    #: "copy" (memory-bound), "fp32" (compute-bound) or None (one block: no roof)
-    roof: str | None = "copy"
     #: (p) -> bytes moved (roof "copy") or FLOPs (roof "fp32") at the ideal
     work: Callable = lambda p: 0
     #: extra rule: (answers to ``probe``) -> error message or None
     extra_rule: Callable | None = None
-    #: one line for the page's table: what the puzzle teaches
-    teaches: str = ""
-
-    @property
-    def file(self) -> str:
-        return f"p{self.num:02d}_{self.slug}.py"
 
 
 # ----------------------------------------------------------------- helpers for the definitions
