@@ -6,7 +6,7 @@ from dataclasses import fields
 import pytest
 import torch
 
-from gpukit import proc
+from gpukit import pages, proc
 from gpukit.llm_inference import meta
 from gpukit.llm_inference.model import (PRESETS, Config, ConfigError, KVCache, Layer, Model,
                                         generate, random_model, to_hf_state_dict)
@@ -164,6 +164,8 @@ def _kernels_in_interpreter(shapes):
     """In a child with TRITON_INTERPRET=1: the Triton kernels against dequantise-then-multiply."""
     import torch
 
+    from gpukit.llm_inference.matvec import matvec
+    from gpukit.llm_inference.model import Config, KVCache, random_model
     from gpukit.llm_inference.quant import Int4Linear, Int8Linear
     out = []
     for n, k, m in shapes:
@@ -176,16 +178,37 @@ def _kernels_in_interpreter(shapes):
             out.append({"bits": L.bits, "shape": [n, k, m], "dtype": str(y.dtype),
                         "out_shape": list(y.shape), "finite": bool(torch.isfinite(y).all()),
                         "err": float((y.float() - ref).abs().max() / ref.abs().max())})
+        # the bf16 matrix-vector kernel: one row through Triton, more rows through F.linear
+        y = matvec(x[None], w)[0]
+        ref = x.float() @ w.float().T
+        if m > 1:
+            assert torch.equal(y, torch.nn.functional.linear(x, w))
+        out.append({"bits": 16, "shape": [n, k, m], "dtype": str(y.dtype),
+                    "out_shape": list(y.shape), "finite": bool(torch.isfinite(y).all()),
+                    "err": float((y.float() - ref).abs().max() / ref.abs().max())})
+    # a whole batch-1 decode step with and without the kernel
+    cfg = Config(layers=2, hidden=64, heads=4, kv_heads=2, ffn=96, vocab=100)
+    model = random_model(cfg, seed=0, dtype=torch.bfloat16, max_context=24)
+    cache = KVCache.empty(cfg, 1, 24, "cpu", torch.bfloat16, fill_seed=1)
+    a = model(torch.tensor([[5]]), torch.tensor([20]), cache).float()
+    model.fast_matvec = True
+    b_ = model(torch.tensor([[5]]), torch.tensor([20]), cache)
+    b = b_.float()
+    out.append({"bits": "model", "shape": [cfg.vocab, cfg.hidden, 1], "dtype": str(b_.dtype),
+                "out_shape": list(b_.shape), "finite": bool(torch.isfinite(b).all()),
+                "err": float((a - b).abs().max() / a.abs().max())})
     return out
 
 
 def test_triton_kernels_match_dequantised_products_in_the_interpreter():
     # rows not a multiple of the block, K of one group, 3 groups, several input rows
-    # int8 only: an input size that is no multiple of the kernel's step (int4 refuses it)
+    # int8 only: an input size that is no multiple of the kernel's step (int4 refuses it);
+    # bf16 (the matrix-vector kernel) on every shape, and a decode step with it
     shapes = [[7, 128, 1], [33, 384, 1], [20, 256, 3], [5, 2304, 2], [3, 200, 1]]
     got = run_in_triton_interpreter("tests.test_llm_inference:_kernels_in_interpreter", shapes)
     assert isinstance(got, list), got
-    assert len(got) == 2 * len(shapes) - 1
+    assert len(got) == 3 * len(shapes) - 1 + 1
+    assert {r["bits"] for r in got} == {8, 4, 16, "model"}
     for r in got:
         n, k, m = r["shape"]
         assert r["finite"] and r["dtype"] == "torch.bfloat16" and r["out_shape"] == [m, n], r
@@ -232,6 +255,16 @@ def test_split_cache_decode_attention_matches_in_the_interpreter():
     for r in got:
         assert r["finite"], r
         assert r["err"] < 2e-2, r             # bf16 inputs and output
+
+
+def test_kernels_are_sorted_by_what_they_do_in_a_step():
+    from gpukit.llm_inference.measure import kernel_kind
+    assert kernel_kind("bf16_matvec") == kernel_kind("nvjet_tst_64x8_64x16") == "matrix products"
+    assert kernel_kind("int4_matvec_0d1d") == "matrix products"
+    assert kernel_kind("partial") == kernel_kind("combine") == "attention"
+    assert kernel_kind("void at::native::index_elementwise_kernel<128, 4, at::native::index_copy"
+                       ) == "cache writes"
+    assert kernel_kind("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0") == "other"
 
 
 def test_crossover_batch_is_where_the_two_times_meet():
@@ -323,7 +356,18 @@ def test_gpu_split_cache_attention_matches_and_the_benchmark_enables_it():
         assert (got - ref).abs().max() / ref.abs().max() < 2e-2, (b, size, pos)
     m = random_model(Config(layers=2, hidden=512, heads=8, kv_heads=2, ffn=1024, vocab=300),
                      device="cuda", max_context=400)
-    assert enable_fast_decode(m)["enabled"] and m.fast_decode
+    r = enable_fast_decode(m)
+    assert r["enabled"] and m.fast_decode
+    assert r["matvec"]["enabled"] and m.fast_matvec, r["matvec"]
+    # where a fast step's time goes: every kind of kernel found, the products' bytes counted
+    from gpukit.llm_inference.measure import decode_inputs, matrix_bytes, step_profile
+    p = step_profile(m, decode_inputs(m, 1, 300), {"copy_gbs": 3000.0}, steps=2)
+    assert {"matrix products", "attention", "cache writes"} <= set(p["kinds"]), p
+    assert p["kinds"]["matrix products"]["kernels"] == 4 * 2 + 1, p
+    assert p["matrix_bytes"] == matrix_bytes(m) == m.read_bytes(1) - sum(
+        t.nbytes for t in [m.norm, m.embed[0]] + [w for L in m.layers
+                                                   for w in (L.attn_norm, L.mlp_norm)])
+    assert 0 < p["matrix_share_of_copy"] and p["kernel_us"] > p["kinds"]["attention"]["us"]
 
 
 @pytest.mark.gpu
@@ -360,3 +404,29 @@ def test_the_advisor_check_that_sets_its_efficiency_is_not_counted():
     assert dec.met is True and dec.value == "worst 5.0%"
     text = views.advisor("nvidia-h200", pages.Record(data))
     assert "| +200.0 % * |" in text and text.count(" * |") == 1
+
+
+def test_step_view_splits_each_step_and_says_what_the_products_take():
+    from gpukit.llm_inference import views
+
+    def prof(prec, mm_us, other_us, share):
+        return {"precision": prec, "kernel_us": mm_us + other_us + 100.0,
+                "matrix_share_of_copy": share,
+                "kinds": {"matrix products": {"us": mm_us, "kernels": 129},
+                          "attention": {"us": 100.0, "kernels": 64},
+                          "other": {"us": other_us, "kernels": 200}}}
+    step = lambda prec, s: {"precision": prec, "batch": 1, "variant": "compile",  # noqa: E731
+                            "median_s": s}
+    data = {"gpu": {"decode": [step("bf16", 4e-3), {**step("bf16", 9.0), "batch": 8}],
+                    "quant": [step("int4", 2e-3)],
+                    "step_profile": {"bf16": prof("bf16", 3000.0, 500.0, 0.9),
+                                     "int4": prof("int4", 1000.0, 500.0, 0.5),
+                                     "int8": {"error": "RuntimeError: out of memory"}}}}
+    md = views.steps("nvidia-h200", data)
+    assert "50.0 % to 75.0 % of a step" in md, md
+    bf16 = next(line for line in md.splitlines() if line.startswith("| bf16"))
+    assert "3,000 µs (129)" in bf16 and "90.0 %" in bf16 and "| - |" in bf16, bf16
+    assert "400 µs" in bf16                          # 4 ms step, 3,600 µs in kernels
+    assert "int8" not in md
+    with pytest.raises(pages.NotRecorded):
+        views.steps("nvidia-h200", {"gpu": {"decode": [], "step_profile": {}}})

@@ -153,7 +153,83 @@ def enable_fast_decode(model, batch: int = 2, context: int = 300) -> dict:
     err = ((got - ref).abs().max() / ref.abs().max()).item()
     ok = bool(torch.isfinite(got).all()) and err < 2e-2
     model.fast_decode = ok
-    return {"enabled": ok, "max_rel_err_vs_float32": err, "batch": batch, "context": context}
+    return {"enabled": ok, "max_rel_err_vs_float32": err, "batch": batch, "context": context,
+            "matvec": enable_fast_matvec(model)}
+
+
+def enable_fast_matvec(model, shape=(1000, 520)) -> dict:
+    """Switch ``model``'s one-token bf16 matrix products to the Triton kernel of .matvec if
+    it matches a float32 product on a random matrix whose sizes fit no tile exactly."""
+    import torch
+    from .matvec import matvec
+    dev = model.device
+    model.fast_matvec = False
+    if not (dev.type == "cuda" and model.dtype == torch.bfloat16):
+        return {"enabled": False, "error": "needs a GPU and bf16"}
+    g = torch.Generator(device=dev).manual_seed(SEED + 12)
+    w = torch.randn(shape, device=dev, generator=g).to(model.dtype)
+    x = torch.randn(1, 1, shape[1], device=dev, generator=g).to(model.dtype)
+    ref = x.float() @ w.float().T
+    try:
+        got = matvec(x, w).float()
+    except Exception as exc:
+        return {"enabled": False, "error": f"{type(exc).__name__}: {exc}"}
+    err = ((got - ref).abs().max() / ref.abs().max()).item()
+    ok = bool(torch.isfinite(got).all()) and got.shape == ref.shape and err < 1e-2
+    model.fast_matvec = ok
+    return {"enabled": ok, "max_rel_err_vs_float32": err, "shape": list(shape)}
+
+
+#: kernel names (as the profiler gives them) by what they do in a decode step
+KERNEL_KINDS = (("matrix products", ("matvec", "gemv", "gemm", "nvjet", "splitk", "cutlass")),
+                ("attention", ("partial", "combine", "attention", "flash")),
+                ("cache writes", ("index_copy", "index_put")))
+
+
+def kernel_kind(name: str) -> str:
+    low = name.lower()
+    for kind, words in KERNEL_KINDS:
+        if any(w in low for w in words):
+            return kind
+    return "other"
+
+
+def matrix_bytes(model) -> int:
+    """Bytes of every matrix one decode step multiplies by (scales included)."""
+    mats = [model.output] + [w for L in model.layers for w in (L.wqkv, L.wo, L.w13, L.w2)]
+    return sum(w.nbytes for w in mats)
+
+
+def step_profile(model, inputs, roofs, steps: int = 5) -> dict:
+    """Where the time of one decode step goes: PyTorch's profiler over ``steps`` steps
+    launched one by one (the kernels a CUDA graph replays are the same), kernel time per
+    step by kind; the matrix products as a share of the copy bandwidth for the matrices'
+    bytes."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        model(*inputs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            model(*inputs)
+        torch.cuda.synchronize()
+    kinds: dict[str, dict] = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        k = kinds.setdefault(kernel_kind(e.name), {"us": 0.0, "kernels": 0})
+        k["us"] += e.device_time_total / steps
+        k["kernels"] += 1
+    for k in kinds.values():
+        k["kernels"] = round(k["kernels"] / steps)
+    out = {"precision": model.precision, "kinds": kinds, "steps": steps,
+           "matrix_bytes": matrix_bytes(model),
+           "kernel_us": sum(k["us"] for k in kinds.values())}
+    mm = kinds.get("matrix products")
+    if mm and mm["us"] and roofs.get("copy_gbs"):
+        out["matrix_share_of_copy"] = out["matrix_bytes"] / (mm["us"] * 1e-6) / 1e9 / roofs["copy_gbs"]
+    return out
 
 
 # ------------------------------------------------------------------ the advisor's view
@@ -355,6 +431,16 @@ def run_gpu(repeat: int = 10, budget_s: float = BUDGET_S, log=print) -> dict:
             sdpa = replace(cmodel, fast_decode=False)
             out["decode_sdpa"] = _guard(lambda: decode_row(
                 sdpa, 1, meta.DECODE_CONTEXT, "compile", roofs, repeat=repeat), log)
+        if model.fast_matvec and compile_s:
+            # the same step with cuBLAS for the matrix products
+            cublas = replace(cmodel, fast_matvec=False)
+            out["decode_cublas"] = _guard(lambda: decode_row(
+                cublas, 1, meta.DECODE_CONTEXT, "compile", roofs, repeat=repeat), log)
+        profiles = {}
+        if compile_s:
+            inputs = decode_inputs(model, 1, meta.DECODE_CONTEXT)
+            profiles["bf16"] = _guard(lambda: step_profile(cmodel, inputs, roofs), log)
+            del inputs
 
         # weight-only int8 and int4 at batch 1
         quant = []
@@ -385,12 +471,17 @@ def run_gpu(repeat: int = 10, budget_s: float = BUDGET_S, log=print) -> dict:
                     continue
                 row.update(quantize_s=q_s, **err)
                 quant.append(row)
+                if variant == "compile":
+                    inputs = decode_inputs(qc, 1, meta.DECODE_CONTEXT)
+                    profiles[name] = _guard(lambda: step_profile(qc, inputs, roofs), log)
+                    del inputs
                 log(f"[{elapsed():6.1f}s] {row['name']}: {row['tokens_per_s']:.1f} tok/s, "
                     f"{row.get('share_of_copy', 0):.1%} of copy, logits err "
                     f"{err['logits_rel_err']:.3g}")
             del qm, qc
             _free()
         out["quant"] = quant
+        out["step_profile"] = profiles
 
     best = _best_variant(decode)
     base = {r["batch"]: r for r in decode if r["variant"] == best}

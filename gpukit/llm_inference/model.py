@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import decode_attention
+from .matvec import matvec
 
 
 class ConfigError(ValueError):
@@ -169,11 +170,12 @@ def compiled(name: str):
     return _COMPILED[name]
 
 
-def linear(x, w):
-    """``x @ w.T`` for a bf16 matrix, or the quantised matrix's own product."""
-    if isinstance(w, torch.Tensor):
-        return F.linear(x, w)
-    return w(x)
+def linear(x, w, fast: bool = False):
+    """``x @ w.T``: a quantised matrix's own product; for a bf16 matrix, cuBLAS, or with
+    ``fast`` and one row of activations the Triton matrix-vector kernel of .matvec."""
+    if not isinstance(w, torch.Tensor):
+        return w(x)
+    return matvec(x, w) if fast else F.linear(x, w)
 
 
 # ------------------------------------------------------------------ weights and cache
@@ -228,6 +230,8 @@ class Model:
     sin: torch.Tensor = field(repr=False, default=None)
     #: decode attention by the split-cache Triton kernels of .attention (a GPU, bf16)
     fast_decode: bool = False
+    #: one token's bf16 matrix products by the Triton kernel of .matvec (a GPU)
+    fast_matvec: bool = False
     # the small steps, replaceable by compiled versions (see with_compiled_steps)
     steps: dict = field(repr=False, default_factory=lambda: dict(
         add_norm=add_norm, split_rotate=split_rotate, swiglu=swiglu, rms_norm=rms_norm))
@@ -286,9 +290,10 @@ class Model:
         cos, sin = self.cos[pos], self.sin[pos]
         mask = None if prefill else cache.slots[None, :] <= pos[:, None]  # [T, size]
         delta = torch.zeros_like(x)
+        fast = self.fast_matvec and not prefill
         for i, L in enumerate(self.layers):
             x, h = s["add_norm"](x, delta, L.attn_norm, cfg.norm_eps)
-            qkv = linear(h, L.wqkv)
+            qkv = linear(h, L.wqkv, fast)
             q, k, v = s["split_rotate"](qkv, cos, sin, cfg.heads, cfg.kv_heads)
             q, k, v = (y.transpose(1, 2) for y in (q, k, v))     # [b, heads, t, d]
             cache.k[i].index_copy_(2, pos, k)
@@ -301,10 +306,10 @@ class Model:
             else:
                 a = grouped_attention(q, cache.k[i], cache.v[i], mask)
             a = a.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim)
-            x, h = s["add_norm"](x, linear(a, L.wo), L.mlp_norm, cfg.norm_eps)
-            delta = linear(s["swiglu"](linear(h, L.w13)), L.w2)
+            x, h = s["add_norm"](x, linear(a, L.wo, fast), L.mlp_norm, cfg.norm_eps)
+            delta = linear(s["swiglu"](linear(h, L.w13, fast)), L.w2, fast)
         x = s["rms_norm"](x[:, -1:] + delta[:, -1:], self.norm, cfg.norm_eps)
-        return linear(x, self.output)[:, 0]
+        return linear(x, self.output, fast)[:, 0]
     # --8<-- [end:forward]
 
     __call__ = forward

@@ -109,12 +109,55 @@ def variants(slug: str, data: dict) -> str:
                  f"{fmt_num(mine['tokens_per_s'], 1)} tokens/s; PyTorch's "
                  f"`scaled_dot_product_attention` over the masked cache, in the same step, "
                  f"{fmt_num(sdpa['tokens_per_s'], 1)} tokens/s.") if mine else ""
-    elif fast and not fast.get("enabled"):
+    cublas = g.get("decode_cublas")
+    if isinstance(cublas, dict) and "tokens_per_s" in cublas and by.get(("compile", 1)):
+        note += (f"\n\nMatrix products at batch 1: the Triton matrix-vector kernel gives "
+                 f"{fmt_num(by[('compile', 1)]['tokens_per_s'], 1)} tokens/s; cuBLAS, in the "
+                 f"same step, {fmt_num(cublas['tokens_per_s'], 1)} tokens/s.")
+    if fast and not fast.get("enabled"):
         note += ("\n\nThe split-cache attention kernels were not used on this machine: "
                  f"{fast.get('error', 'they did not match PyTorch attention')}.")
     note += pages.flag_note(g["decode"])
     return table(["batch"] + [f"{VARIANT_LABELS[v]}: tokens/s (of copy)" for v in names],
                  rows) + note
+
+
+STEP_KINDS = ("matrix products", "attention", "cache writes", "other")
+
+
+@pages.renderer(NAME, "steps")
+def steps(slug: str, data: dict) -> str:
+    g = _gpu(data)
+    prof = g.get("step_profile")
+    if not isinstance(prof, dict) or not prof:
+        raise pages.NotRecorded(slug)
+    timed = {r["precision"]: r for r in g["decode"] + g.get("quant", [])
+             if r["batch"] == 1 and r["variant"] == "compile"}
+    rows, shares = [], []
+    for prec, p in prof.items():
+        if not isinstance(p, dict) or "kinds" not in p:
+            continue
+        k, step = p["kinds"], timed.get(prec)
+        cells = [prec, fmt_time(step["median_s"]) if step else "-"]
+        for kind in STEP_KINDS:
+            e = k.get(kind)
+            cells.append("-" if e is None else f"{fmt_num(e['us'], 0)} µs ({e['kernels']})")
+        cells.insert(3, fmt_pct(p.get("matrix_share_of_copy"), fraction=True))
+        idle = step["median_s"] * 1e6 - p["kernel_us"] if step else None
+        cells.append("-" if idle is None else f"{fmt_num(idle, 0)} µs")
+        rows.append(cells)
+        if step and k.get("matrix products"):
+            shares.append(k["matrix products"]["us"] * 1e-6 / step["median_s"])
+    lead = ""
+    if shares:
+        lo, hi = min(shares), max(shares)
+        span = fmt_pct(lo, fraction=True) if len(shares) == 1 else \
+            f"{fmt_pct(lo, fraction=True)} to {fmt_pct(hi, fraction=True)}"
+        lead = (f"The matrix products take {span} of a step; the rest is spent in the small "
+                f"kernels around them and between kernels.\n\n")
+    return lead + table(["precision", "one step (graph)", "matrix products (kernels)",
+                  "their bytes, of copy", "attention", "cache writes", "everything else",
+                  "between kernels"], rows)
 
 
 @pages.renderer(NAME, "prefill")
