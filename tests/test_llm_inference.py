@@ -430,3 +430,38 @@ def test_step_view_splits_each_step_and_says_what_the_products_take():
     assert "int8" not in md
     with pytest.raises(pages.NotRecorded):
         views.steps("nvidia-h200", {"gpu": {"decode": [], "step_profile": {}}})
+
+
+def test_kernel_profiles_view_reads_each_kernels_ncu_row():
+    from gpukit.llm_inference import views
+    from gpukit.profiling.targets import TARGETS
+    t = TARGETS["llm-int4-matvec"]
+    nbytes, flops = t.work()
+    assert nbytes == 28672 * 4096 // 2 + 2 * 28672 * 32 + 2 * 4096 + 2 * 28672
+    assert flops == 2 * 28672 * 4096
+    row = {"label": t.label, "n": t.n, "duration_s": 50e-6, "counted_bytes": nbytes,
+           "dram_pct": 31.5, "issue_active_pct": 92.25,
+           "pipes": {"alu": 80.0, "fma": 60.0},
+           "top_stalls": [{"reason": "math_pipe_throttle", "cycles_per_issue": 3.25},
+                          {"reason": "long_scoreboard", "cycles_per_issue": 1.5}],
+           "sass": {"mix": [["LOP3", 0.3], ["FFMA", 0.25], ["FADD", 0.2], ["IMAD", 0.1]]}}
+    data = {"machine": {"slug": "nvidia-h200", "gpu": {"name": "NVIDIA H200"}},
+            "gpu": {"rows": [row]}}
+    md = views.kernels("nvidia-h200", data)
+    line = next(x for x in md.splitlines() if x.startswith("| int4"))
+    assert "BLOCK_G 8" in line and "50.0 µs" in line, line
+    assert f"{nbytes / 50e-6 / 1e9:,.0f} GB/s" in line and "31.5 %" in line and "92.2 %" in line
+    assert "alu 80.0 %" in line and "`math_pipe_throttle` 3.2" in line and "IMAD" not in line
+    assert "LOP3 30.0 %, FFMA 25.0 %, FADD 20.0 %" in line
+    with pytest.raises(pages.NotRecorded):
+        views.kernels("nvidia-h200", {"machine": data["machine"], "gpu": {"rows": []}})
+
+
+@pytest.mark.gpu
+def test_gpu_profiled_kernels_run_at_their_fixed_tiles_and_match():
+    from gpukit.llm_inference.profiles import KERNELS
+    from gpukit.profiling import targets
+    for name in KERNELS:
+        call, check = targets.setup(name, 1000)
+        call()
+        assert check() < 1e-2, name

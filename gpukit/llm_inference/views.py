@@ -300,3 +300,30 @@ def targets(data: dict) -> list[pages.Target]:
                             f"worst {max(dec):.1%}" if dec else "-",
                             None if len(dec) < 3 else max(dec) <= TARGET_ADVISE_DECODE))
     return out
+
+
+@pages.renderer(NAME + "_profiles", "kernels")
+def kernels(slug: str, data: dict) -> str:
+    rows = []
+    for r in data["gpu"]["rows"]:
+        stalls = ", ".join(f"`{s['reason']}` {s['cycles_per_issue']:.1f}"
+                           for s in (r.get("top_stalls") or [])[:2])
+        pipes = r.get("pipes") or {}
+        top = next(iter(pipes.items()), None)
+        mix = ((r.get("sass") or {}).get("mix") or [])[:3]
+        rows.append([r["label"], fmt_time(r["duration_s"]),
+                     f"{fmt_num(r['counted_bytes'] / r['duration_s'] / GB)} GB/s",
+                     fmt_pct(r.get("dram_pct")), fmt_pct(r.get("issue_active_pct")),
+                     "-" if top is None else f"{top[0]} {fmt_pct(top[1])}",
+                     stalls or "-",
+                     ", ".join(f"{op} {fmt_pct(share, fraction=True)}" for op, share in mix) or "-"])
+    if not rows:
+        raise pages.NotRecorded("profiles")
+    n = data["gpu"]["rows"][0]["n"]
+    head = (f"**{pages.machine_title(data)}**, Nsight Compute on one product of a "
+            f"{n:,} x 4,096 matrix with one vector per kernel (after a warm-up); GB/s: the "
+            "bytes the product needs over its time; stalls in cycles per issued instruction; "
+            "mix: the most executed instructions.\n\n")
+    return head + table(["kernel and tile", "duration", "needed bytes", "DRAM busy",
+                         "issue slots busy", "busiest pipe", "top stalls",
+                         "instruction mix"], rows, align="lrrrrrll")

@@ -36,6 +36,11 @@ class Target:
             return 3 * elem * n * n, 2 * n ** 3
         if self.chapter == "ladder":
             return 2 * 4 * n * 4096 + 4 * 4096, 0
+        if self.chapter == "llm_inference":
+            k = LLM_K
+            weights = {"bf16": 2 * n * k, "int8": n * k + 4 * n,
+                       "int4": n * k // 2 + 2 * n * (k // 128)}[self.label.split()[0]]
+            return weights + 2 * k + 2 * n, 2 * n * k
         from gpukit.why_gpus import DEGREE
         return 8 * n, 2 * DEGREE * n
 
@@ -66,6 +71,17 @@ TENSOR_CORES = {"01-wmma": r"^tc_wmma$", "02-mma-sync": r"^tc_mma$",
 TARGETS.update({f"tensor-cores-{k}": Target(f"tensor cores {k}", "tensor_cores", regex,
                                             "compute", 4096, None)
                 for k, regex in TENSOR_CORES.items()})
+#: the language model's matrix-vector kernels on the 8B shape's largest layer matrix
+#: (gate and up: 2 x 14,336 rows of 4,096), each at one fixed tile (autotuning's trial
+#: launches would be profiled instead)
+LLM_K = 4096
+LLM_TILES = {"bf16": {"BLOCK_N": 2, "BLOCK_K": 2048, "num_warps": 8},
+             "int8": {"BLOCK_N": 4, "BLOCK_K": 1024, "num_warps": 4},
+             "int4": {"BLOCK_N": 4, "BLOCK_G": 8, "num_warps": 4}}
+TARGETS.update({f"llm-{p}-matvec": Target(f"{p} matrix-vector product, "
+                                          + ", ".join(f"{k} {v}" for k, v in tile.items()),
+                                          "llm_inference", f"{p}_matvec", "memory", 28672, None)
+                for p, tile in LLM_TILES.items()})
 #: what ``gpukit bench profiles`` records (ncu replays each kernel tens of times: a few are plenty)
 RECORDED = ("vector-add-numba", "vector-add-numba-x4", "vector-add-cupy-raw", "matmul-warptile",
             "ladder-softmax-numba", "why-gpus-horner", "why-gpus-horner-cuda-c")
@@ -162,6 +178,38 @@ def _tensor_cores(kernel: str, n: int):
     return call, lambda: check_product(c[rows], a[rows], w)
 
 
+def _llm_matvec(precision: str, n: int):
+    """One language-model matrix-vector kernel at its fixed tile, called without the
+    autotuner."""
+    import torch
+    from gpukit.llm_inference import matvec, quant
+    g = torch.Generator(device="cuda").manual_seed(0)
+    w = (torch.randn((n, LLM_K), device="cuda", generator=g) * LLM_K ** -0.5).to(torch.bfloat16)
+    x = torch.randn((1, LLM_K), device="cuda", generator=g).to(torch.bfloat16)
+    y = torch.full((1, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    tile = dict(LLM_TILES[precision])
+    grid = (-(-n // tile["BLOCK_N"]), 1)
+    if precision == "bf16":
+        call = lambda: matvec.kernel().fn[grid[:1]](x, w, y, n, LLM_K, **tile)  # noqa: E731
+        ref = w.float()
+    else:
+        lin = (quant.Int8Linear if precision == "int8" else quant.Int4Linear)(w)
+        k8, k4 = quant.kernels()
+        if precision == "int8":
+            call = lambda: k8.fn[grid](x, lin.codes, lin.scale, y, 1, n, LLM_K,  # noqa: E731
+                                       **tile)
+        else:
+            call = lambda: k4.fn[grid](x, lin.packed, lin.scale, y, 1, n, LLM_K,  # noqa: E731
+                                       GROUP=lin.group, **tile)
+        ref = lin.dequantize()
+
+    def check():
+        torch.cuda.synchronize()
+        want = x.double() @ ref.double().T
+        return float(((y.double() - want).abs().max() / want.abs().max()).item())
+    return call, check
+
+
 def setup(name: str, n: int | None = None):
     """(call, check) for target ``name``: ``call()`` launches the kernel once on the default
     stream; ``check()`` verifies the output against a float64 reference."""
@@ -169,6 +217,8 @@ def setup(name: str, n: int | None = None):
     n = n or t.n
     if t.chapter == "tensor_cores":
         return _tensor_cores(name.removeprefix("tensor-cores-"), n)
+    if t.chapter == "llm_inference":
+        return _llm_matvec(name.split("-")[1], n)
     if name == "matmul-warptile":
         return _matmul(n)
     if name == "ladder-softmax-numba":
