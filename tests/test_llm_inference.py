@@ -445,14 +445,19 @@ def test_kernel_profiles_view_reads_each_kernels_ncu_row():
            "top_stalls": [{"reason": "math_pipe_throttle", "cycles_per_issue": 3.25},
                           {"reason": "long_scoreboard", "cycles_per_issue": 1.5}],
            "sass": {"mix": [["LOP3", 0.3], ["FFMA", 0.25], ["FADD", 0.2], ["IMAD", 0.1]]}}
+    row["sass"]["instructions"] = nbytes * 0.5          # 500 warp instructions per KB
+    bf16 = {**row, "label": TARGETS["llm-bf16-matvec"].label, "issue_active_pct": 50.0,
+            "sass": {"instructions": nbytes * 0.1, "mix": []}}
     data = {"machine": {"slug": "nvidia-h200", "gpu": {"name": "NVIDIA H200"}},
-            "gpu": {"rows": [row]}}
+            "gpu": {"rows": [bf16, row]}}
     md = views.kernels("nvidia-h200", data)
+    assert "int4 5.0 times the instructions of bf16, with the issue slots 92.2 % busy" in md
+    assert "(bf16: 50.0 %)" in md and "int8" not in md
     line = next(x for x in md.splitlines() if x.startswith("| int4"))
     assert "BLOCK_G 8" in line and "50.0 µs" in line, line
     assert f"{nbytes / 50e-6 / 1e9:,.0f} GB/s" in line and "31.5 %" in line and "92.2 %" in line
     assert "alu 80.0 %" in line and "`math_pipe_throttle` 3.2" in line and "IMAD" not in line
-    assert "LOP3 30.0 %, FFMA 25.0 %, FADD 20.0 %" in line
+    assert "LOP3 30.0 %, FFMA 25.0 %, FADD 20.0 %" in line and "| 500 |" in line
     with pytest.raises(pages.NotRecorded):
         views.kernels("nvidia-h200", {"machine": data["machine"], "gpu": {"rows": []}})
 

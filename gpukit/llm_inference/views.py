@@ -153,8 +153,11 @@ def steps(slug: str, data: dict) -> str:
         lo, hi = min(shares), max(shares)
         span = fmt_pct(lo, fraction=True) if len(shares) == 1 else \
             f"{fmt_pct(lo, fraction=True)} to {fmt_pct(hi, fraction=True)}"
+        reads = ", ".join(f"{prec} {fmt_pct(p.get('matrix_share_of_copy'), fraction=True)}"
+                          for prec, p in prof.items() if isinstance(p, dict) and "kinds" in p)
         lead = (f"The matrix products take {span} of a step; the rest is spent in the small "
-                f"kernels around them and between kernels.\n\n")
+                f"kernels around them and between kernels. The products read their matrices "
+                f"at these shares of the copy bandwidth: {reads}.\n\n")
     return lead + table(["precision", "one step (graph)", "matrix products (kernels)",
                   "their bytes, of copy", "attention", "cache writes", "everything else",
                   "between kernels"], rows)
@@ -311,19 +314,38 @@ def kernels(slug: str, data: dict) -> str:
         pipes = r.get("pipes") or {}
         top = next(iter(pipes.items()), None)
         mix = ((r.get("sass") or {}).get("mix") or [])[:3]
+        per_kb = _per_kb(r)
         rows.append([r["label"], fmt_time(r["duration_s"]),
                      f"{fmt_num(r['counted_bytes'] / r['duration_s'] / GB)} GB/s",
-                     fmt_pct(r.get("dram_pct")), fmt_pct(r.get("issue_active_pct")),
+                     fmt_pct(r.get("dram_pct")), "-" if per_kb is None else fmt_num(per_kb),
+                     fmt_pct(r.get("issue_active_pct")),
                      "-" if top is None else f"{top[0]} {fmt_pct(top[1])}",
                      stalls or "-",
                      ", ".join(f"{op} {fmt_pct(share, fraction=True)}" for op, share in mix) or "-"])
     if not rows:
         raise pages.NotRecorded("profiles")
     n = data["gpu"]["rows"][0]["n"]
-    head = (f"**{pages.machine_title(data)}**, Nsight Compute on one product of a "
+    by = {r["label"].split()[0]: r for r in data["gpu"]["rows"]}
+    lead = ""
+    if "bf16" in by and _per_kb(by["bf16"]):
+        parts = [f"{p} {_per_kb(by[p]) / _per_kb(by['bf16']):.1f} times the instructions "
+                 f"of bf16, with the issue slots {fmt_pct(by[p].get('issue_active_pct'))} busy"
+                 for p in ("int8", "int4") if p in by and _per_kb(by[p])]
+        if parts:
+            lead = ("Per byte of the matrix, the kernels that unpack small integers execute "
+                    + "; ".join(parts) + " (bf16: "
+                    f"{fmt_pct(by['bf16'].get('issue_active_pct'))}).\n\n")
+    head = lead + (f"**{pages.machine_title(data)}**, Nsight Compute on one product of a "
             f"{n:,} x 4,096 matrix with one vector per kernel (after a warm-up); GB/s: the "
-            "bytes the product needs over its time; stalls in cycles per issued instruction; "
-            "mix: the most executed instructions.\n\n")
+            "bytes the product needs over its time; warp instructions: instructions executed "
+            "by whole warps; stalls in cycles per issued instruction; mix: the most executed "
+            "instructions.\n\n")
     return head + table(["kernel and tile", "duration", "needed bytes", "DRAM busy",
-                         "issue slots busy", "busiest pipe", "top stalls",
-                         "instruction mix"], rows, align="lrrrrrll")
+                         "warp instructions per KB", "issue slots busy", "busiest pipe", "top stalls",
+                         "instruction mix"], rows, align="lrrrrrrll")
+
+
+def _per_kb(r: dict) -> float | None:
+    """Warp instructions executed per 1,000 bytes the product needs."""
+    n = (r.get("sass") or {}).get("instructions")
+    return 1000 * n / r["counted_bytes"] if n else None
