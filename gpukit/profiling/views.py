@@ -70,8 +70,16 @@ def runs(slug: str, data: dict) -> str:
 
 
 def _best_pipelined(g: dict) -> dict | None:
+    """The table's fastest pipelined run from pinned memory."""
     return min((r for r in g["rows"] if r["pinned"] and r["streams"] > 1), key=lambda r: r["median_s"],
                default=None)
+
+
+def _fastest_pipelined(g: dict) -> dict | None:
+    """The fastest pipelined run recorded anywhere: the sweep's runs and the table's pinned
+    runs on several streams, by their time over the ideal bound."""
+    piped = [r for r in g["rows"] if r["pinned"] and r["streams"] > 1]
+    return min(list(g.get("sweep") or []) + piped, key=lambda r: r["vs_ideal"], default=None)
 
 
 @pages.renderer("profiling", "bound")
@@ -107,8 +115,7 @@ def _targets(data: dict) -> list[pages.Target]:
     g = data.get("gpu")
     if not g or not g.get("sweep"):
         return [pages.Target(name, goal, "not recorded", None)]
-    piped = _best_pipelined(g)
-    best = min([s["vs_ideal"] for s in g["sweep"]] + ([piped["vs_ideal"]] if piped else []))
+    best = _fastest_pipelined(g)["vs_ideal"]
     value = f"{100 / best:.1f} %"
     both = g.get("together")
     if both:
@@ -129,8 +136,7 @@ def together(slug: str, data: dict) -> str:
     stage = {st["name"]: st for st in g["stages"]}
     t_in, t_out = stage["copy in, pinned"], stage["copy out, pinned"]
     bound = max(both["copies_s"], stage["kernel"]["median_s"])
-    best = min([s["median_s"] for s in g["sweep"]] + [r["median_s"] for r in g["rows"]
-                                                      if r["pinned"] and r["streams"] > 1])
+    best = _fastest_pipelined(g)["median_s"]
     rows = [["copy in, alone", fmt_time(t_in["median_s"]), f"{t_in['gbs']:.1f}"],
             ["copy out, alone", fmt_time(t_out["median_s"]), f"{t_out['gbs']:.1f}"],
             ["copy in, while copying out", fmt_time(both["copy_in_s"]), f"{both['copy_in_gbs']:.1f}"],
