@@ -485,7 +485,10 @@ def card(meta: dict, takeaways: str, *, page: str = "the page") -> str:
     learn, needs, level = strings("learn"), strings("needs"), meta.get("level")
     if level is not None and level not in LEVELS:
         raise CardError(f"{page}: level {level!r} in the front matter; one of {LEVELS}")
-    first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    try:
+        first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    except KeyError as exc:
+        raise CardError(f"{page}: `needs:` in the front matter names {exc.args[0]}") from None
     lead = f"**Level:** {level}. " if level else ""
     lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
              *_items(learn, "-"), "",

@@ -240,6 +240,7 @@ def test_the_build_puts_a_card_together_from_the_front_matter_and_the_takeaways(
     ({"learn": ["one thing"]}, True, "needs `needs:`"),
     ({"learn": "one thing", "needs": ["timing"]}, True, "needs `learn:`, a list"),
     ({"learn": ["one thing"], "needs": ["timing"], "level": "expert"}, True, "level 'expert'"),
+    ({"learn": ["one thing"], "needs": ["timng"]}, True, "names no chapter 'timng'"),
     ({"learn": ["one thing"], "needs": ["timing"]}, False, "no card marker"),
     ({"level": "advanced"}, False, "`level:` for a card, but the page has no card marker"),
 ])
