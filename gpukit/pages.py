@@ -468,10 +468,10 @@ def takeaways(lines: list[str], *, source: str) -> str:
     return "\n".join([f"    **Takeaways**, {source}:", "", *_items(lines, "1."), ""])
 
 
-def card(meta: dict, takeaways: str, *, page: str = "the page") -> str:
+def card(meta: dict, view: str, *, page: str = "the page") -> str:
     """The card at the top of a chapter: a Material admonition with what the chapter teaches,
     what to know first and its level (the page's front matter ``meta``: ``learn``, ``needs``,
-    ``level``), the reading time, and the ``card`` view's :func:`takeaways`.
+    ``level``), the reading time, and ``view``, the ``card`` view's :func:`takeaways`.
 
     ``needs`` holds chapter slugs (linked with their titles) or Markdown. Raises
     :class:`CardError`, naming ``page``, when the front matter lacks or garbles a key."""
@@ -493,13 +493,14 @@ def card(meta: dict, takeaways: str, *, page: str = "the page") -> str:
     lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
              *_items(learn, "-"), "",
              f"    {lead}**You need first:** {first}. **Reading time:** {READING_TIME}", ""]
-    return "\n".join(lines) + "\n" + takeaways
+    return "\n".join(lines) + "\n" + view
 
 
 def card_renderer(name: str):
     """Register ``fn(data) -> Markdown`` (its :func:`takeaways`) as the ``card`` view of results
     ``name``: drawn from the reference machine's file only (the page's prose is written around
-    that machine). The site build puts it under the lines of the page's front matter (:func:`card`)."""
+    that machine). The site build puts it under the lines of the page's front matter
+    (:func:`card`)."""
     def deco(fn):
         def view(slug: str, data: dict) -> str:
             if slug != results.reference_machine():
