@@ -4,6 +4,7 @@ import re
 import types
 
 import pytest
+import yaml
 
 from gpukit import device, pages, results
 from tests.helpers import ROOT, page_source
@@ -233,6 +234,10 @@ def test_the_build_puts_a_card_together_from_the_front_matter_and_the_takeaways(
         pages.READING_TIME, f"about {hook.MINUTES['demo.md']} min").rstrip()
     assert "    - another\n" in card and "**Level:** advanced." in card
     assert "[Timing GPU code honestly](timing.md)" in card and "    1. it ran 3x faster" in card
+    # a page's source read as it is (front matter included, no page.meta) gives the same page
+    source = "---\n" + yaml.safe_dump(meta) + "---\n# Demo\n\n<!-- results:a:card -->\n\nText.\n"
+    bare = types.SimpleNamespace(file=page.file)
+    assert hook.on_page_markdown(source, bare, {"extra": {"repo_url": None}}, None) == out
 
 
 @pytest.mark.parametrize("meta, marker, error", [

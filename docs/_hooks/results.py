@@ -33,6 +33,9 @@ def on_page_markdown(markdown, page, config, files):
     results file (:func:`provenance_footer`), and the other machines' blocks into one collapsed
     appendix at its end (:func:`other_machines`)."""
     meta = getattr(page, "meta", None) or {}
+    if markdown.startswith("---"):      # a page's source read as it is, not through MkDocs
+        markdown, found = get_data(markdown)
+        meta = {**found, **meta}
     check_card_meta(markdown, meta, page.file.src_uri)
     markdown = chapter_heading(markdown, page.file.src_uri)
     sources: dict[str, str] = {}
