@@ -12,7 +12,8 @@ fails the build. Every block is followed by a caption naming the hardware, date,
 code version and source file. The reference machine's block comes first and open; other
 machines' blocks follow, each collapsed under "Also measured on ...". Also here: Markdown
 tables, number formats, inline SVG plots, the machine titles that the views share, and
-:func:`card`, the box at the top of a chapter.
+:func:`card`, the box at the top of a chapter (its fixed lines from the page's front matter,
+its takeaways from the ``card`` view).
 """
 
 from __future__ import annotations
@@ -451,32 +452,55 @@ def chapter_link(slug: str) -> str:
 LEVELS = ("first steps", "intermediate", "advanced")
 
 
-def card(learn: list[str], needs: list[str], takeaways: list[str], *, source: str,
-         level: str | None = None) -> str:
+class CardError(ValueError):
+    """A chapter page whose card and front matter do not match: a card marker without the
+    ``learn`` and ``needs`` of its card, or those without a card marker."""
+
+
+def _items(lines: list[str], mark: str) -> list[str]:
+    return [f"    {mark} {line}" for line in lines]
+
+
+def takeaways(lines: list[str], *, source: str) -> str:
+    """What a chapter's ``card`` view returns: the card's takeaways, sentences whose numbers the
+    view computed from results or data (``source`` says where from, as in "measured on NVIDIA
+    H200, 2026-11-30"). :func:`card` puts them under the page's own lines."""
+    return "\n".join([f"    **Takeaways**, {source}:", "", *_items(lines, "1."), ""])
+
+
+def card(meta: dict, view: str, *, page: str = "the page") -> str:
     """The card at the top of a chapter: a Material admonition with what the chapter teaches,
-    what to know first, the reading time and the takeaways.
+    what to know first and its level (the page's front matter ``meta``: ``learn``, ``needs``,
+    ``level``), the reading time, and ``view``, the ``card`` view's :func:`takeaways`.
 
-    ``needs`` holds chapter slugs (linked with their titles) or Markdown. The takeaways are
-    sentences whose numbers the calling view computed from results or data (``source`` says
-    where from, as in "measured on NVIDIA H200, 2026-11-30").
-    """
-    def items(lines: list[str], mark: str) -> list[str]:
-        return [f"    {mark} {line}" for line in lines]
+    ``needs`` holds chapter slugs (linked with their titles) or Markdown. Raises
+    :class:`CardError`, naming ``page``, when the front matter lacks or garbles a key."""
+    def strings(key: str) -> list[str]:
+        value = meta.get(key)
+        if not value or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CardError(f"{page}: its card needs `{key}:`, a list of lines, in the page's "
+                            "front matter (the `---` block above the title)")
+        return value
 
+    learn, needs, level = strings("learn"), strings("needs"), meta.get("level")
     if level is not None and level not in LEVELS:
-        raise ValueError(f"level {level!r}: one of {LEVELS}")
-    first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+        raise CardError(f"{page}: level {level!r} in the front matter; one of {LEVELS}")
+    try:
+        first = ", ".join(n if "[" in n or " " in n else chapter_link(n) for n in needs)
+    except KeyError as exc:
+        raise CardError(f"{page}: `needs:` in the front matter names {exc.args[0]}") from None
     lead = f"**Level:** {level}. " if level else ""
     lines = ['!!! abstract gpukit-card "In this chapter"', "", "    **You will learn**", "",
-             *items(learn, "-"), "",
-             f"    {lead}**You need first:** {first}. **Reading time:** {READING_TIME}", "",
-             f"    **Takeaways**, {source}:", "", *items(takeaways, "1."), ""]
-    return "\n".join(lines)
+             *_items(learn, "-"), "",
+             f"    {lead}**You need first:** {first}. **Reading time:** {READING_TIME}", ""]
+    return "\n".join(lines) + "\n" + view
 
 
 def card_renderer(name: str):
-    """Register ``fn(data) -> Markdown`` as the ``card`` view of results ``name``: drawn from
-    the reference machine's file only (the page's prose is written around that machine)."""
+    """Register ``fn(data) -> Markdown`` (its :func:`takeaways`) as the ``card`` view of results
+    ``name``: drawn from the reference machine's file only (the page's prose is written around
+    that machine). The site build puts it under the lines of the page's front matter
+    (:func:`card`)."""
     def deco(fn):
         def view(slug: str, data: dict) -> str:
             if slug != results.reference_machine():

@@ -24,6 +24,13 @@ def assert_one_line_error(proc, code=2):
     return lines[0]
 
 
+def page_source(path) -> tuple[dict, str]:
+    """A docs page as MkDocs reads it: its front matter (``page.meta``) and its Markdown."""
+    from mkdocs.utils.meta import get_data
+    markdown, meta = get_data(Path(path).read_text(encoding="utf-8"))
+    return meta, markdown
+
+
 def build_cuda_emulator(source: str, tmp_dir: str) -> str:
     """Compile a C++ harness that runs CUDA C kernels on the CPU (AddressSanitizer on).
 

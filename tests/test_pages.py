@@ -4,9 +4,10 @@ import re
 import types
 
 import pytest
+import yaml
 
 from gpukit import device, pages, results
-from tests.helpers import ROOT
+from tests.helpers import ROOT, page_source
 
 MARKER = re.compile(r"<!--\s*results:([\w-]+):([\w-]+)\s*-->")
 DATA_MARKER = re.compile(r"<!--\s*data:([\w-]+):([\w-]+)\s*-->")
@@ -62,6 +63,8 @@ def data_markers():
 @pytest.mark.parametrize("page, name, view", list(data_markers()))
 def test_every_docs_data_marker_renders(page, name, view):
     md = pages.render_data(name, view)
+    if view == "card":                       # the view's takeaways under the page's own lines
+        md = pages.card(page_source(ROOT / "docs" / page)[0], md, page=page)
     # a table, figures, a code block, or a chapter's card
     assert ("|" in md or "<figure" in md or "```" in md or 'class="gpukit-plot"' in md
             or md.startswith("!!! abstract gpukit-card"))      # a table, figures, code, a plot or a card
@@ -154,11 +157,11 @@ def test_a_card_shows_the_reference_machine_only(tmp_path, monkeypatch):
 
     @pages.card_renderer("demo_card")
     def card(data):
-        return pages.card(["one thing"], ["why_gpus", "[Installing CUDA](installing-cuda.md)"],
-                          [f"{data['n']} takeaways"], source="measured here")
+        return pages.takeaways([f"{data['n']} takeaways"], source="measured here")
 
+    meta = {"learn": ["one thing"], "needs": ["why_gpus", "[Installing CUDA](installing-cuda.md)"]}
     try:
-        md = pages.render("demo_card", "card", root=tmp_path)
+        md = pages.card(meta, pages.render("demo_card", "card", root=tmp_path))
     finally:
         pages.RENDERERS.pop(("demo_card", "card"))
     assert md.startswith('!!! abstract gpukit-card "In this chapter"')
@@ -185,14 +188,17 @@ def test_every_chapter_has_a_card_under_its_title():
     numbered = {c.page for c in results.CHAPTERS if c.numbered}
     assert numbered <= with_card and with_card == with_module, sorted(numbered - with_card)
     for page in with_card:
-        lines = [line for line in (ROOT / "docs" / page).read_text().splitlines() if line.strip()]
+        lines = [line for line in page_source(ROOT / "docs" / page)[1].splitlines() if line.strip()]
         assert lines[0].startswith("# ") and re.fullmatch(r"<!-- (results|data):\w+:card -->", lines[1]), page
 
 
 @pytest.mark.parametrize("page, kind, name", list(docs_cards()))
 def test_every_card_says_what_to_learn_and_three_takeaways(page, kind, name):
-    md = (pages.render_data(name, "card") if kind == "data"
-          else pages.render(name, "card", root=ROOT / "results"))
+    """The page's front matter (what to learn, what to read first, the level) and the card
+    view's takeaways make the card."""
+    meta = page_source(ROOT / "docs" / page)[0]
+    md = pages.card(meta, pages.render_data(name, "card") if kind == "data"
+                    else pages.render(name, "card", root=ROOT / "results"), page=page)
     body = md.split("**Takeaways**")
     assert len(body) == 2 and "**You will learn**" in body[0] and pages.READING_TIME in body[0]
     learn = [line for line in body[0].splitlines() if line.startswith("    - ")]
@@ -211,6 +217,48 @@ def _hook():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_build_puts_a_card_together_from_the_front_matter_and_the_takeaways(monkeypatch):
+    hook = _hook()
+    block = pages.Block("ref", "GPU R", pages.takeaways(["it ran 3x faster"], source="measured on R"),
+                        "<small>Measured on R1. Source: `results/ref/a.json`.</small>",
+                        "results/ref/a.json")
+    monkeypatch.setattr(hook.pages, "render_blocks", lambda name, view: [block])
+    meta = {"learn": ["one thing", "another"], "needs": ["timing"], "level": "advanced"}
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="demo.md"), meta=meta)
+    out = hook.on_page_markdown("# Demo\n\n<!-- results:a:card -->\n\nText.\n", page,
+                                {"extra": {"repo_url": None}}, None)
+    card = out[out.index("!!! abstract gpukit-card"):out.index("Text.")]
+    assert card.rstrip() == pages.card(meta, block.body).replace(
+        pages.READING_TIME, f"about {hook.MINUTES['demo.md']} min").rstrip()
+    assert "    - another\n" in card and "**Level:** advanced." in card
+    assert "[Timing GPU code honestly](timing.md)" in card and "    1. it ran 3x faster" in card
+    # a page's source read as it is (front matter included, no page.meta) gives the same page
+    source = "---\n" + yaml.safe_dump(meta) + "---\n# Demo\n\n<!-- results:a:card -->\n\nText.\n"
+    bare = types.SimpleNamespace(file=page.file)
+    assert hook.on_page_markdown(source, bare, {"extra": {"repo_url": None}}, None) == out
+
+
+@pytest.mark.parametrize("meta, marker, error", [
+    ({}, True, "needs `learn:`"),
+    ({"learn": ["one thing"]}, True, "needs `needs:`"),
+    ({"learn": "one thing", "needs": ["timing"]}, True, "needs `learn:`, a list"),
+    ({"learn": ["one thing"], "needs": ["timing"], "level": "expert"}, True, "level 'expert'"),
+    ({"learn": ["one thing"], "needs": ["timng"]}, True, "names no chapter 'timng'"),
+    ({"learn": ["one thing"], "needs": ["timing"]}, False, "no card marker"),
+    ({"level": "advanced"}, False, "`level:` for a card, but the page has no card marker"),
+])
+def test_a_card_and_its_front_matter_come_together_or_the_build_fails(meta, marker, error):
+    """A card marker without its lines in the front matter, or those lines without a marker,
+    stop the build with one error that names the page, before any view is rendered."""
+    from mkdocs.exceptions import PluginError
+    hook = _hook()
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="demo.md"), meta=meta)
+    md = "# Demo\n\n" + ("<!-- data:no_such_data:card -->\n" if marker else "Text.\n")
+    with pytest.raises(PluginError, match=re.escape(error)) as caught:
+        hook.on_page_markdown(md, page, {"extra": {"repo_url": None}}, None)
+    assert str(caught.value).startswith("demo.md: ")
 
 
 def test_markers_inside_a_block_get_their_text_indented():

@@ -6,15 +6,17 @@ can show a number that has no results file behind it. (``GPUKIT_DRAFT=1`` shows 
 warning box instead, for drafting a chapter before its GPU run; CI never sets it.)
 
 Where several blocks of one section come from the same results file, their shared caption is
-shown once, under the last of them. A chapter card's ``<!-- reading-time -->`` becomes the
-page's reading time. On executed example pages, a long printed log keeps its first and last
-lines.
+shown once, under the last of them. A chapter card (``<!-- results:NAME:card -->``) is the
+lines of the page's front matter (``learn``, ``needs``, ``level``) above the card view's
+takeaways (:func:`gpukit.pages.card`); its ``<!-- reading-time -->`` becomes the page's reading
+time. On executed example pages, a long printed log keeps its first and last lines.
 """
 
 import os
 import re
 
 from mkdocs.exceptions import PluginError
+from mkdocs.utils.meta import get_data
 
 from gpukit import pages
 from gpukit.catalogue import warn_if_stale as on_pre_build  # noqa: F401  (old price data: a warning)
@@ -30,6 +32,11 @@ def on_page_markdown(markdown, page, config, files):
     its marker stands; the captions of all blocks go into one footer of the page that links each
     results file (:func:`provenance_footer`), and the other machines' blocks into one collapsed
     appendix at its end (:func:`other_machines`)."""
+    meta = getattr(page, "meta", None) or {}
+    if markdown.startswith("---"):      # a page's source read as it is, not through MkDocs
+        markdown, found = get_data(markdown)
+        meta = {**found, **meta}
+    check_card_meta(markdown, meta, page.file.src_uri)
     markdown = chapter_heading(markdown, page.file.src_uri)
     sources: dict[str, str] = {}
     others: list[tuple[str, str, str]] = []
@@ -38,7 +45,7 @@ def on_page_markdown(markdown, page, config, files):
         kind, name, view = match.groups()
         try:
             if kind == "data":
-                return pages.render_data(name, view)
+                return with_card(view, pages.render_data(name, view), meta, page.file.src_uri)
             blocks = pages.render_blocks(name, view)
         except pages.MissingResults as exc:
             if os.environ.get("GPUKIT_DRAFT") == "1":  # writing a chapter before its GPU run
@@ -49,7 +56,7 @@ def on_page_markdown(markdown, page, config, files):
         for b in blocks[1:]:
             sources.setdefault(b.source, b.caption)
             others.append((b.title, section, b.body))
-        return blocks[0].body
+        return with_card(view, blocks[0].body, meta, page.file.src_uri)
 
     markdown = substitute_markers(markdown, substitute)
     if others:
@@ -70,6 +77,32 @@ def on_page_markdown(markdown, page, config, files):
     if LINKS.search(markdown):
         markdown = LINKS.sub(lambda m: external_links(config, page.file.src_uri), markdown)
     return markdown
+
+
+CARD_MARKER = re.compile(r"<!--\s*(?:results|data):[\w-]+:card\s*-->")
+
+
+def check_card_meta(markdown: str, meta: dict, src_uri: str) -> None:
+    """A page with a card marker has the card's lines in its front matter, and a page with those
+    lines has a card marker: either alone fails the build, naming the page."""
+    if CARD_MARKER.search(markdown):
+        with_card("card", "", meta, src_uri)       # raises if the front matter makes no card
+        return
+    keys = [k for k in ("learn", "needs", "level") if k in meta]
+    if keys:
+        raise PluginError(f"{src_uri}: the front matter has {', '.join(f'`{k}:`' for k in keys)} "
+                          "for a card, but the page has no card marker (<!-- results:NAME:card -->)")
+
+
+def with_card(view: str, body: str, meta: dict, src_uri: str) -> str:
+    """A ``card`` view's takeaways under the fixed lines of the page's front matter; any other
+    view's Markdown as it is."""
+    if view != "card":
+        return body
+    try:
+        return pages.card(meta, body, page=src_uri)
+    except pages.CardError as exc:
+        raise PluginError(str(exc)) from None
 
 
 HEADING = re.compile(r"^(#{1,6}) +(.+?)\s*(?:\{[^}]*\})?\s*$", re.M)
@@ -453,8 +486,8 @@ def external_links(config, this_page: str) -> str:
     for md in sorted(docs.glob("*.md")):
         if md.name == this_page:
             continue
-        text = md.read_text(encoding="utf-8")
-        text = PATTERN.sub(lambda m: _expand(*m.groups()), text)
+        text, meta = get_data(md.read_text(encoding="utf-8"))
+        text = PATTERN.sub(lambda m: _expand(*m.groups(), meta, md.name), text)
         text = re.sub(r"<svg.*?</svg>", "", text, flags=re.S)  # plots: XML namespaces, not links
         first = re.search(r"^# (.+)$", text, re.M)
         titles[md.name] = first.group(1).strip() if first else md.stem
@@ -467,11 +500,12 @@ def external_links(config, this_page: str) -> str:
     return "| link | cited on |\n| :-- | :-- |\n" + "\n".join(rows)
 
 
-def _expand(kind, name, view):
+def _expand(kind, name, view, meta, src_uri):
     try:
-        return pages.render_data(name, view) if kind == "data" else pages.render(name, view)
+        text = pages.render_data(name, view) if kind == "data" else pages.render(name, view)
     except pages.MissingResults:
         return ""
+    return with_card(view, text, meta, src_uri)
 
 
 def on_shutdown():

@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from gpukit import pages
 from gpukit.pages import fmt_time
 
 from .meta import step_times
-
-LEARN = [
-    "train a network from scratch on 2,000 real photos, and where each second of the run goes",
-    "keep the GPU busy: decode the photos once, keep them on the GPU, augment them there",
-    "choose a recipe on one half of the validation photos and report it on the other half",
-    "mixed precision, checkpoints that survive Ctrl-C, and when a second GPU pays off",
-]
 
 
 @pages.card_renderer("cats_vs_dogs")
@@ -30,5 +24,4 @@ def card(data: dict) -> str:
         f"An epoch runs {cvg['ratio']:.0f}x faster on the GPU than on all "
         f"{cvg['cpu']['threads']} cores of its CPU.",
     ]
-    return pages.card(LEARN, ["vector_add", "timing"], takeaways, level="intermediate",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

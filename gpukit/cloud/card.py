@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three takeaways from the data files."""
+"""The three takeaways of the card at the top of the chapter, from the data files (what
+it teaches and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from gpukit import pages
 
 from .. import catalogue as data
 from .meta import GIB
-
-LEARN = [
-    "when renting a GPU by the hour beats buying one, and the reverse",
-    "how much memory a model needs to serve or to train",
-    "what AWS rents and which GPUs to buy for a desk, by budget",
-    "how fast a model will run and what it costs, with `gpukit advise`",
-]
 
 
 def _usd(x: float) -> str:
@@ -44,5 +38,4 @@ def card() -> str:
     ]
     source = (f"from `gpukit/data/` (AWS prices in {data.instances_doc()['region']}, price list of "
               f"{data.prices_generated()}; launch list prices) and the advisor")
-    return pages.card(LEARN, ["why_gpus", "gpu_anatomy"], takeaways, source=source,
-                      level="first steps")
+    return pages.takeaways(takeaways, source=source)

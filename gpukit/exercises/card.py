@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_num
-
-LEARN = [
-    "write twenty small CUDA kernels in numba, from one thread per element to warp shuffles",
-    "guards, blocks, shared memory and barriers, reductions, scans, atomics, tiles, coalescing",
-    "check each kernel on numba's simulator, with every memory access counted",
-    "on a GPU, time it against the fastest the hardware allows",
-]
 
 
 @pages.card_renderer("exercises")
@@ -38,5 +32,4 @@ def card(data: dict) -> str:
         f"The fastest is puzzle {best['puzzle']}, {best['title'].lower()}, at "
         f"{fmt_num(best['percent_of_roof'], 0)} % of the copy speed.",
     ]
-    return pages.card(LEARN, ["vector_add"], takeaways, level="first steps",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

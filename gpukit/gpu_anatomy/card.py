@@ -1,17 +1,11 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 
 from .meta import NAME
-
-LEARN = [
-    "read a GPU's device query next to its host CPU's: multiprocessors, warps, caches",
-    "why a GPU keeps many warps on each multiprocessor (Little's law)",
-    "why neighbouring threads should read neighbouring addresses, and what branches cost",
-    "what launching a kernel costs, and how much a CUDA graph saves",
-]
 
 
 @pages.card_renderer(NAME)
@@ -29,5 +23,4 @@ def card(data: dict) -> str:
         f"A warp whose threads take {kmax} different paths runs "
         f"{div[(0, kmax)] / div[(0, 1)]:.0f} times slower than one whose threads agree.",
     ]
-    return pages.card(LEARN, ["why_gpus"], takeaways, level="intermediate",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

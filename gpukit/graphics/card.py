@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_ratio, fmt_time
-
-LEARN = [
-    "why drawing a picture, one small program per pixel, shaped the GPU",
-    "how one path tracer compiles for every CPU core and for the GPU",
-    "how to compare CPU and GPU on equal work: ray segments per second",
-    "how to spot float64 sneaking into a float32 kernel, and what it costs",
-]
 
 
 @pages.card_renderer("graphics")
@@ -27,5 +21,4 @@ def card(data: dict) -> str:
         f"{p['ptx_f64']['leaky']['outside_sincos']} extra instructions and a "
         f"{fmt_ratio(leaky['median_s'] / plain['median_s'], 2)} longer frame.",
     ]
-    return pages.card(LEARN, ["vector_add", "mandelbrot"], takeaways,
-                      source=f"measured on {pages.plot_title(data)}", level="intermediate")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

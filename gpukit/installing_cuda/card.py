@@ -1,18 +1,12 @@
-"""The card at the top of the chapter: what it teaches and three takeaways from the
-reference machine's recorded ``gpukit doctor`` report."""
+"""The three takeaways of the card at the top of the chapter, from the reference machine's
+recorded ``gpukit doctor`` report (what it teaches and what to read first are in the front
+matter of its page)."""
 
 from __future__ import annotations
 
 import re
 
 from gpukit import pages
-
-LEARN = [
-    "the three things called CUDA: the driver, the toolkit and the libraries' own wheels",
-    "the two commands that say what a machine has, and how to read them",
-    "how `gpukit doctor` checks each layer, from the driver to a kernel that runs",
-    "how to install on a cloud instance, your own Linux machine, WSL 2, or without a GPU",
-]
 
 
 def _cuda(text: str, word: str) -> str | None:
@@ -40,5 +34,4 @@ def card(data: dict) -> str:
                          "newer minor release than the driver is allowed.")
     takeaways.append(f"`gpukit doctor` checked {len(checks)} layers, up to kernels that ran in "
                      f"numba, CuPy and torch: {passed} of {len(checks)} passed.")
-    return pages.card(LEARN, ["a terminal and pip"], takeaways, level="first steps",
-                      source=f"recorded on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"recorded on {pages.plot_title(data)}")

@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from gpukit import pages
 from gpukit.pages import fmt_time
 
 from .meta import NAME
-
-LEARN = [
-    "one row-wise softmax written at every level, from PyTorch down to CUDA C and Triton",
-    "what each level costs in lines of code and in its first call",
-    "how close each level gets to the fastest the memory allows, and why some fall short",
-    "when going down a level pays, and when it does not",
-]
 
 
 @pages.card_renderer(NAME)
@@ -33,5 +27,4 @@ def card(data: dict) -> str:
         f"`torch.compile` made the same code {eager['median_s'] / compiled['median_s']:.1f} times "
         f"faster, after a first call of {fmt_time(compiled['first_call_s'])}.",
     ]
-    return pages.card(LEARN, ["vector_add", "timing"], takeaways, level="intermediate",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from gpukit import pages
 from gpukit.pages import fmt_num, fmt_ratio, fmt_time
 
 from .meta import NAME
-
-LEARN = [
-    "what a Llama-style decoder computes, in one short file of plain PyTorch",
-    "why decoding one token reads every weight, and what that makes its speed",
-    "when a batch of sequences stops waiting for memory and starts waiting for arithmetic",
-    "what CUDA graphs, torch.compile, flash attention and 4- and 8-bit weights each buy",
-]
 
 
 @pages.card_renderer(NAME)
@@ -44,5 +38,4 @@ def card(data: dict) -> str:
                      f"{top['kv_bytes'] / 1e9:.1f} GB next to the weights")
     text = "; ".join(third)
     takeaways.append(text[0].upper() + text[1:] + ".")
-    return pages.card(LEARN, ["matmul", "timing"], takeaways,
-                      source=f"measured on {pages.plot_title(data)}", level="intermediate")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time
-
-LEARN = [
-    "draw the Mandelbrot set with one GPU thread per pixel, in numba, CuPy and torch",
-    "compare a GPU fairly: against a tuned loop on every CPU core, same image to the pixel",
-    "measure the first call (compiling) apart from the calls after it",
-    "why a decorator many tutorials use never ran on a GPU",
-]
 
 
 @pages.card_renderer("mandelbrot")
@@ -32,5 +26,4 @@ def card(data: dict) -> str:
         f"Switching to float32 changes {100 * f32['differing_fraction']:.2f} % of the pixels "
         "of the float64 image.",
     ]
-    return pages.card(LEARN, ["vector_add", "timing"], takeaways, level="intermediate",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

@@ -1,15 +1,9 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
-
-LEARN = [
-    "count a matrix multiplication's FLOPs and bytes, and place it on the roofline",
-    "build fp32 kernels step by step: coalescing, shared memory, register tiles, wide loads",
-    "measure each against cuBLAS in the same run, and check each with compute-sanitizer",
-    "when to stop writing kernels: the library, and tensor cores",
-]
 
 
 @pages.card_renderer("matmul")
@@ -30,5 +24,4 @@ def card(data: dict) -> str:
         f"Allowed to use tensor cores, the same library call runs "
         f"{fastest['tflops'] / plain['tflops']:.0f}x faster than plain fp32.",
     ]
-    return pages.card(LEARN, ["vector_add", "gpu_anatomy", "timing"], takeaways,
-                      level="intermediate", source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_ratio
-
-LEARN = [
-    "run Nsight Compute (`ncu`) on one kernel and read the few numbers that say what limits it",
-    "read the PyTorch profiler's kernel table and how busy the GPU was in a training step",
-    "overlap copies with kernels on CUDA streams, and measure the result against its bound",
-    "what pageable and managed (unified) memory cost on the same job",
-]
 
 
 def _horner(data: pages.Record) -> str | None:
@@ -47,5 +41,4 @@ def card(data: dict) -> str:
     if len(takeaways) < 3 and "busy" in t:
         takeaways.append(f"During a small network's training step the GPU was busy "
                          f"{100 * t['busy']:.0f} % of the time.")
-    return pages.card(LEARN, ["vector_add", "timing", "matmul"], takeaways,
-                      level="intermediate", source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

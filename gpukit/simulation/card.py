@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_ratio
-
-LEARN = [
-    "three classic simulations on the GPU with numba: a fluid, gravity and heat",
-    "which roof limits each one, and what a profile shows when a kernel stops short of it",
-    "what shared memory, fast math and more work per thread buy in gravity",
-    "when float64 costs little on a GPU and when it costs a lot",
-]
 
 
 @pages.card_renderer("simulation")
@@ -30,5 +24,4 @@ def card(data: dict) -> str:
            if abs(h32["rate"] / h64["rate"] - 2) < 0.1 else
            "of float32, not the 2x that twice the bytes predicts."),
     ]
-    return pages.card(LEARN, ["vector_add", "timing"], takeaways,
-                      source=f"measured on {pages.plot_title(data)}", level="intermediate")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

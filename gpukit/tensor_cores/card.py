@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,6 @@ from gpukit import pages
 
 from .meta import FP8_LIBRARY, LIBRARY, PRECISIONS, SLUG
 from .views import fp8_rows, ladder_rows, roof
-
-LEARN = [
-    "what a tensor core computes, in which precisions, and at what rate on this GPU",
-    "what low precision costs in accuracy, measured against float64 beside its bound",
-    "a ladder of bf16 kernels from WMMA fragments to warpgroup MMA fed by TMA, each "
-    "launched from Python and checked at awkward shapes",
-    "fp8 with per-tensor scales, against the library",
-]
 
 
 @pages.card_renderer(SLUG)
@@ -43,5 +36,4 @@ def card(data: dict) -> str:
             f"TFLOP/s, {pages.fmt_ratio(lt['tflops'] / lib['tflops'])} bf16, at the price "
             f"of {PRECISIONS['e4m3'][1]} significant bits instead of "
             f"{PRECISIONS['bf16'][1]}.")
-    return pages.card(LEARN, ["matmul", "gpu_anatomy", "timing"], takeaways,
-                      source=f"measured on {pages.plot_title(data)}", level="advanced")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from gpukit import pages
 from gpukit.pages import fmt_num, fmt_time
 
 from .meta import NAME
-
-LEARN = [
-    "why a clock must wait for the GPU, and how CUDA events time what the GPU did",
-    "why the first call and a fresh process are not the kernel's speed",
-    "which question a time with or without the copies answers",
-    "how repeats, caches and zeros change a number, and which tools time GPU code right",
-]
 
 
 @pages.card_renderer(NAME)
@@ -37,5 +31,4 @@ def card(data: dict) -> str:
         "slower than the kernel alone"
         + (", slower than the CPU doing the work itself." if loses else "."),
     ]
-    return pages.card(LEARN, ["vector_add"], takeaways, level="first steps",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

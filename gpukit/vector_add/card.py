@@ -1,16 +1,10 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
 from gpukit import pages
 from gpukit.pages import fmt_num
-
-LEARN = [
-    "write `out[i] = x[i] + y[i]` as a GPU kernel in numba, CuPy and CUDA C",
-    "launch one thread per element, and check every element against a reference",
-    "how close each kernel gets to the memory's bandwidth ceiling",
-    "why the copies to and from the GPU decide whether it helps",
-]
 
 
 @pages.card_renderer("vector_add")
@@ -29,5 +23,4 @@ def card(data: dict) -> str:
         f"{fmt_num(pit['not_launched_gbs'] / g['ceiling_gbs'])} times faster than memory allows: "
         f"check that it ran.",
     ]
-    return pages.card(LEARN, ["why_gpus", "gpu_anatomy", "[Installing CUDA](installing-cuda.md)"],
-                      takeaways, level="first steps", source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")

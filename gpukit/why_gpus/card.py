@@ -1,4 +1,5 @@
-"""The card at the top of the chapter: what it teaches and three measured takeaways."""
+"""The three measured takeaways of the card at the top of the chapter (what it teaches
+and what to read first are in the front matter of its page)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,6 @@ from gpukit.pages import fmt_num
 
 from .meta import NAME
 from .views import ratio
-
-LEARN = [
-    "where a GPU starts to beat the CPU, from a thousand to a billion elements",
-    "why a CPU is not sequential: cores and SIMD lanes, and how NumPy and numba use them",
-    "how a few hardware numbers predict the GPU's lead: units, lanes, clock, bandwidth",
-    "why an often-quoted \"100x\" speed-up usually means the CPU was not used well",
-]
 
 
 def _from(data: dict, work: str, backend: str) -> str:
@@ -35,5 +29,4 @@ def card(data: dict) -> str:
         f"On heavy arithmetic the GPU is {fmt_num(over_cores, 0)}x faster than all CPU cores; "
         f"against a pure Python loop it looks {fmt_num(over_python, 0)}x faster.",
     ]
-    return pages.card(LEARN, ["Python and NumPy"], takeaways, level="first steps",
-                      source=f"measured on {pages.plot_title(data)}")
+    return pages.takeaways(takeaways, source=f"measured on {pages.plot_title(data)}")
