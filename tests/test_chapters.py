@@ -31,9 +31,12 @@ def test_a_chapter_with_a_benchmark_has_its_files_where_the_layout_says(chapter)
 
 def test_every_chapter_page_has_the_title_and_the_place_of_the_list():
     for c in CHAPTERS:
-        first = page_source(ROOT / "docs" / c.page)[1].splitlines()[0]
+        meta, markdown = page_source(ROOT / "docs" / c.page)
+        first = markdown.splitlines()[0]
         assert first == f"# {c.title}", (c.page, first)
         assert c.level in pages.LEVELS or not c.numbered, c.slug
+        # the card's level and the home page's list say the same
+        assert meta.get("level") == c.level, (c.page, meta.get("level"), c.level)
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
     chapters = next(item["Chapters"] for item in config["nav"] if isinstance(item, dict) and "Chapters" in item)
     assert chapters == [c.page for c in CHAPTERS if c.numbered]
