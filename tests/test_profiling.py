@@ -10,7 +10,7 @@ import pytest
 from gpukit import device, pages, results
 from gpukit.profiling import ncu, pipeline, targets, views
 from gpukit.profiling.torchprof import busy_fraction
-from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, run_cli
+from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, page_source, run_cli
 
 #: ncu's ``--csv --page raw`` layout, written by hand (not a measurement): progress lines, a
 #: header, a units row, two kernels, thousands separators and an "n/a"
@@ -561,7 +561,9 @@ def test_gpu_views_render_a_synthetic_record(tmp_path):
     card = pages.render("profiling", "card", root=tmp_path)
     assert card.count("    1. ") == 3 and "2.5x faster than step after step" in card   # 0.06 / 0.024
     assert "2.2x slower than from pinned memory" in card                           # 0.13 / 0.06
-    assert "**Level:** intermediate" in card and "target" not in card
+    meta = page_source(ROOT / "docs" / "profiling.md")[0]
+    full = pages.card(meta, card, page="profiling.md")
+    assert "**Level:** intermediate" in full and "target" not in full
     bound = pages.render("profiling", "bound", root=tmp_path)
     assert "1.20x the bound" in bound and "**met**" not in bound
     (t,) = pages.TARGETS["profiling"](results.load("profiling", root=tmp_path)[machine["slug"]])

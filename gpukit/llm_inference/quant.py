@@ -13,12 +13,16 @@ activations stay in bf16 and every product is accumulated in float32.
   halves.
 
 Why a hand-written kernel and not torchao: the point of the page is to read the few lines that
-turn bytes into numbers, and the same kernel runs in Triton's interpreter on a CPU for the tests.
+turn bytes into numbers, and the same kernel runs in Triton's interpreter on a CPU for the tests
+(there with integer operations in place of the inline PTX).
 
-The kernels turn a small integer ``u`` (0..255) into a float without an int-to-float
-conversion instruction (a quarter of the speed of a multiply-add on this hardware): the bit
-pattern ``0x4B000000 | u`` is the float ``2**23 + u``, so one OR and one subtraction give
-``u`` exactly.
+The kernels turn a byte into a float with one instruction: placed as bits 8-15 of the
+float 1.0 (one byte permute, ``prmt``, on the GPU), a code ``u`` becomes exactly
+``f = 1 + u / 2**15``. The products sum ``f * x``, and the codes' offset comes out at the
+end: ``sum (u - 128) x = 2**15 sum f x - (2**15 + 128) sum x``. Reading a code then costs a
+permute and a multiply-add, where an exact conversion would add an OR and a subtraction.
+The subtraction at the end cancels the leading digits of the sums (both start with
+``sum x``); the tests bound what is left against the product of the dequantised matrix.
 """
 
 from __future__ import annotations
@@ -31,8 +35,6 @@ GROUP = 128          # int4: inputs per scale
 #: above this many rows (a long prompt), a matrix is dequantised to bf16 and multiplied by
 #: cuBLAS: the matrix-vector kernels would read the weights once per row
 MAX_KERNEL_ROWS = 16
-MAGIC = 0x4B000000   # float32 bits of 2**23
-TWO23 = 8388608.0
 
 
 def _interpreting() -> bool:
@@ -80,49 +82,71 @@ def _kernels():
     import triton
     import triton.language as tl
 
-    # (rows per program, bytes of a row read per step, warps): many small programs keep
-    # many loads in flight; the autotuner keeps the fastest for each matrix shape and
-    # number of input rows M (M sets how many programs run)
-    if _interpreting():
+    # (rows per program, bytes of a row read per step, warps): the autotuner keeps the
+    # fastest for each matrix shape and number of input rows M
+    asm = not _interpreting()
+    if not asm:
         int8_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_K": 128}, num_warps=4)]
         int4_configs = [triton.Config({"BLOCK_N": 4, "BLOCK_G": 2}, num_warps=4)]
     else:
-        int8_configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w)
-                        for n, k, w in ((1, 2048, 4), (2, 1024, 4), (4, 1024, 4), (4, 512, 2),
-                                        (8, 512, 4), (2, 2048, 8), (4, 2048, 8), (8, 1024, 8),
-                                        (16, 256, 4))]
-        int4_configs = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
-                        for n, g, w in ((1, 32, 4), (2, 16, 4), (4, 8, 4), (4, 16, 8),
-                                        (8, 8, 8), (2, 32, 8), (1, 16, 2), (8, 4, 4),
-                                        (16, 2, 4))]
+        int8_configs = [triton.Config({"BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=st)
+                        for n, k, w in ((16, 256, 4), (8, 512, 4), (4, 1024, 4), (4, 2048, 8),
+                                        (2, 1024, 4), (8, 256, 2))
+                        for st in (1, 3)]
+        int4_configs = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w, num_stages=st)
+                        for n, g, w in ((8, 16, 4), (8, 8, 4), (16, 4, 4), (4, 16, 4),
+                                        (4, 8, 4), (4, 8, 2))
+                        for st in (1, 3)]
 
     # --8<-- [start:int8]
     @triton.autotune(configs=int8_configs, key=["M", "N", "K"])
+    @triton.heuristics({"EVEN": lambda a: a["N"] % a["BLOCK_N"] == 0
+                        and a["K"] % a["BLOCK_K"] == 0, "ASM": lambda a: asm})
     @triton.jit
-    def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K,
-                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    def int8_matvec(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr, EVEN: tl.constexpr, ASM: tl.constexpr):
         """y[m, n] = scale[n] * sum_k x[m, k] * (w[n, k] - 128): BLOCK_N outputs of
-        row m per program, BLOCK_K inputs per step."""
+        row m per program, BLOCK_K inputs per step, sums kept per thread until the end."""
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.program_id(1)
-        acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+        cols = tl.arange(0, BLOCK_K)
+        acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)    # sum of f * x
+        xsum = tl.zeros([BLOCK_K], dtype=tl.float32)            # sum of x
         for k0 in range(0, K, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            x = tl.load(x_ptr + m * K + k, mask=k < K, other=0.0).to(tl.float32)
-            u = tl.load(w_ptr + n[:, None] * K + k[None, :],
-                        mask=(n[:, None] < N) & (k[None, :] < K), other=128)
-            w = (u.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0
-            acc += tl.sum(w * x[None, :], axis=1)
+            k = k0 + cols
+            if EVEN:
+                x = tl.load(x_ptr + m * K + k).to(tl.float32)
+                u = tl.load(w_ptr + n[:, None] * K + k[None, :])
+            else:
+                x = tl.load(x_ptr + m * K + k, mask=k < K, other=0.0).to(tl.float32)
+                u = tl.load(w_ptr + n[:, None] * K + k[None, :],
+                            mask=(n[:, None] < N) & (k[None, :] < K), other=128)
+            # each code u as the float f = 1 + u / 2**15: its byte becomes bits 8-15 of 1.0
+            if ASM:
+                f = tl.inline_asm_elementwise(
+                    asm="""prmt.b32 $0, $4, 0x3F800000, 0x7604;
+                    prmt.b32 $1, $4, 0x3F800000, 0x7614;
+                    prmt.b32 $2, $4, 0x3F800000, 0x7624;
+                    prmt.b32 $3, $4, 0x3F800000, 0x7634;""",
+                    constraints="=r,=r,=r,=r,r", args=[u], dtype=tl.int32, is_pure=True,
+                    pack=4)
+            else:
+                f = (u.to(tl.int32) << 8) | 0x3F800000
+            acc += f.to(tl.float32, bitcast=True) * x[None, :]
+            xsum += x
+        total = 32768.0 * tl.sum(acc, axis=1) - 32896.0 * tl.sum(xsum, axis=0)
         scale = tl.load(s_ptr + n, mask=n < N, other=0.0)
-        y = (acc * scale).to(y_ptr.dtype.element_ty)
-        tl.store(y_ptr + m * N + n, y, mask=n < N)
+        tl.store(y_ptr + m * N + n, (total * scale).to(y_ptr.dtype.element_ty), mask=n < N)
     # --8<-- [end:int8]
 
     # --8<-- [start:int4]
     @triton.autotune(configs=int4_configs, key=["M", "N", "K"])
+    @triton.heuristics({"EVEN": lambda a: a["N"] % a["BLOCK_N"] == 0
+                        and (a["K"] // a["GROUP"]) % a["BLOCK_G"] == 0, "ASM": lambda a: asm})
     @triton.jit
-    def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, M, N, K,
-                    BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, GROUP: tl.constexpr):
+    def int4_matvec(x_ptr, p_ptr, s_ptr, y_ptr, M, N, K, BLOCK_N: tl.constexpr,
+                    BLOCK_G: tl.constexpr, GROUP: tl.constexpr, EVEN: tl.constexpr,
+                    ASM: tl.constexpr):
         """y[m, n] = sum over groups g of scale[n, g] * sum_j x * (nibble - 8), for
         BLOCK_N outputs and BLOCK_G groups per step: a tile of bytes
         [BLOCK_N, BLOCK_G, GROUP / 2]."""
@@ -131,25 +155,57 @@ def _kernels():
         n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         m = tl.program_id(1)
         j = tl.arange(0, HALF)
-        acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_N, BLOCK_G], dtype=tl.float32)
         for g0 in range(0, groups, BLOCK_G):
             g = g0 + tl.arange(0, BLOCK_G)
             xs = m * K + g[:, None] * GROUP + j[None, :]           # [BLOCK_G, HALF]
-            in_g = g[:, None] < groups
-            x_lo = tl.load(x_ptr + xs, mask=in_g, other=0.0).to(tl.float32)
-            x_hi = tl.load(x_ptr + xs + HALF, mask=in_g, other=0.0).to(tl.float32)
-            # the high nibble is read as 16 times its value
-            x_hi = x_hi * 0.0625
-            inside = (n[:, None, None] < N) & (g[None, :, None] < groups)
-            b = tl.load(p_ptr + n[:, None, None] * (K // 2) + g[None, :, None] * HALF
-                        + j[None, None, :], mask=inside, other=0x88).to(tl.int32)
-            lo = ((b & 0x0F) | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0
-            hi = ((b & 0xF0) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0
-            part = tl.sum(lo * x_lo[None, :, :] + hi * x_hi[None, :, :], axis=2)
-            scale = tl.load(s_ptr + n[:, None] * groups + g[None, :],
-                            mask=(n[:, None] < N) & (g[None, :] < groups), other=0.0)
-            acc += tl.sum(part * scale.to(tl.float32), axis=1)
-        tl.store(y_ptr + m * N + n, acc.to(y_ptr.dtype.element_ty), mask=n < N)
+            at = n[:, None, None] * (K // 2) + g[None, :, None] * HALF + j[None, None, :]
+            if EVEN:
+                x_lo = tl.load(x_ptr + xs).to(tl.float32)
+                x_hi = tl.load(x_ptr + xs + HALF).to(tl.float32)
+                b = tl.load(p_ptr + at)
+                scale = tl.load(s_ptr + n[:, None] * groups + g[None, :]).to(tl.float32)
+            else:
+                in_g = g[:, None] < groups
+                x_lo = tl.load(x_ptr + xs, mask=in_g, other=0.0).to(tl.float32)
+                x_hi = tl.load(x_ptr + xs + HALF, mask=in_g, other=0.0).to(tl.float32)
+                inside = (n[:, None, None] < N) & (g[None, :, None] < groups)
+                b = tl.load(p_ptr + at, mask=inside, other=0x88)
+                scale = tl.load(s_ptr + n[:, None] * groups + g[None, :],
+                                mask=(n[:, None] < N) & (g[None, :] < groups),
+                                other=0.0).to(tl.float32)
+            # low halves as 1 + lo / 2**15, high halves as 1 + hi / 2**11
+            if ASM:
+                lo, hi = tl.inline_asm_elementwise(
+                    asm="""{
+                    .reg .b32 l, h;
+                    and.b32 l, $8, 0x0F0F0F0F;
+                    and.b32 h, $8, 0xF0F0F0F0;
+                    prmt.b32 $0, l, 0x3F800000, 0x7604;
+                    prmt.b32 $1, l, 0x3F800000, 0x7614;
+                    prmt.b32 $2, l, 0x3F800000, 0x7624;
+                    prmt.b32 $3, l, 0x3F800000, 0x7634;
+                    prmt.b32 $4, h, 0x3F800000, 0x7604;
+                    prmt.b32 $5, h, 0x3F800000, 0x7614;
+                    prmt.b32 $6, h, 0x3F800000, 0x7624;
+                    prmt.b32 $7, h, 0x3F800000, 0x7634;
+                    }""",
+                    constraints="=r,=r,=r,=r,=r,=r,=r,=r,r", args=[b],
+                    dtype=(tl.int32, tl.int32), is_pure=True, pack=4)
+            else:
+                u = b.to(tl.int32)
+                lo = ((u & 0x0F) << 8) | 0x3F800000
+                hi = ((u & 0xF0) << 8) | 0x3F800000
+            lo = lo.to(tl.float32, bitcast=True)
+            hi = hi.to(tl.float32, bitcast=True)
+            # per group: sum (lo - 8) x_lo + (hi - 8) x_hi, from the sums of f * x and of x
+            part = (32768.0 * tl.sum(lo * x_lo[None, :, :], axis=2)
+                    - 32776.0 * tl.sum(x_lo, axis=1)[None, :]
+                    + 2048.0 * tl.sum(hi * x_hi[None, :, :], axis=2)
+                    - 2056.0 * tl.sum(x_hi, axis=1)[None, :])
+            acc += part * scale
+        tl.store(y_ptr + m * N + n, tl.sum(acc, axis=1).to(y_ptr.dtype.element_ty),
+                 mask=n < N)
     # --8<-- [end:int4]
 
     return int8_matvec, int4_matvec

@@ -76,8 +76,8 @@ TARGETS.update({f"tensor-cores-{k}": Target(f"tensor cores {k}", "tensor_cores",
 #: launches would be profiled instead)
 LLM_K = 4096
 LLM_TILES = {"bf16": {"BLOCK_N": 2, "BLOCK_K": 2048, "num_warps": 8},
-             "int8": {"BLOCK_N": 4, "BLOCK_K": 1024, "num_warps": 4},
-             "int4": {"BLOCK_N": 4, "BLOCK_G": 8, "num_warps": 4}}
+             "int8": {"BLOCK_N": 8, "BLOCK_K": 512, "num_warps": 4},
+             "int4": {"BLOCK_N": 8, "BLOCK_G": 16, "num_warps": 4}}
 TARGETS.update({f"llm-{p}-matvec": Target(f"{p} matrix-vector product, "
                                           + ", ".join(f"{k} {v}" for k, v in tile.items()),
                                           "llm_inference", f"{p}_matvec", "memory", 28672, None)
