@@ -37,7 +37,7 @@ def _timed_steps(fn, device, *, warmup: int, repeat: int, name: str) -> dict:
     from .. import bench
     t = bench.bench(fn, timer="torch" if device.type == "cuda" else "cpu", name=name,
                     warmup=warmup, repeat=repeat)
-    return t.to_dict()
+    return bench.row(t)
 
 
 def _try(label: str, fn, errors: list):

@@ -77,8 +77,7 @@ def run_job(job: dict, state: dict) -> dict:
         np.save(os.path.join(job["outdir"], f"{name}.npy"), arr.copy_to_host(),
                 allow_pickle=False)
     t = bench.bench(once, timer="numba", name=puzzle.slug, warmup=3, repeat=job["repeat"])
-    return {"roof": roof, "grid": grid, "block": block, "gpu": p.get("gpu"),
-            **t.to_dict(), "first_call_s": first}
+    return bench.row(t, roof=roof, grid=grid, block=block, gpu=p.get("gpu"), first_call_s=first)
 
 
 # ---------------------------------------------------------------- in the checker
