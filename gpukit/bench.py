@@ -16,7 +16,8 @@ The rules this module enforces:
   For kernels of a few microseconds, ``batch=K`` times K launches back to back between one pair
   of events;
 * a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
-  same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
+  same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s):
+  :func:`row` builds every results row, with the share of each :class:`Roof` it names;
 * every saved number carries a **machine record** (GPU, driver, versions, CPU, date):
   :mod:`gpukit.results` writes it.
 """
@@ -34,6 +35,8 @@ from . import device
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
 
+#: the host-side fields of a results row (see :class:`Timing`)
+FLAGS = ("host_median_s", "blocks", "launch_s", "launch_bound")
 #: a call whose host time behind a spinning kernel (launching alone) reaches this fraction of its
 #: event time is ``launch_bound``: the GPU then waits for the host between calls
 LAUNCH_BOUND_FRACTION = 0.5
@@ -114,8 +117,7 @@ class Timing:
 
     def flags(self) -> dict:
         """The host-side fields a results row carries (:data:`FLAGS`)."""
-        return {"host_median_s": self.host_median_s, "blocks": self.blocks,
-                "launch_s": self.launch_s, "launch_bound": self.launch_bound}
+        return {k: getattr(self, k) for k in FLAGS}
 
     def __str__(self) -> str:
         rate = f", {self.gbs:,.0f} GB/s" if self.gbs else ""
@@ -129,10 +131,6 @@ class Timing:
         return (f"{self.name}: first call {self.first_call_s * 1e3:.3f} ms, median "
                 f"{self.median_s * 1e3:.4f} ms (min {self.min_s * 1e3:.4f}, max "
                 f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}{flag}")
-
-
-#: the host-side fields of a row (see :class:`Timing`)
-FLAGS = ("host_median_s", "blocks", "launch_s", "launch_bound")
 
 
 @dataclass(frozen=True)
@@ -176,10 +174,14 @@ def row(t: Timing, *, roofs: Mapping[str, Roof] | None = None,
     :data:`FLAGS`), restricted to ``only`` and without ``drop``; then ``extra`` (which
     overrides a field of the same name); then each ``per_s`` rate, a count per call divided
     by the median time (``per_s={"tokens_per_s": batch}``); then the share of each of
-    ``roofs`` (see :func:`shares`), read from the row as built so far.
+    ``roofs`` (see :func:`shares`), read from the row as built so far. A name in ``only``
+    or ``drop`` that is not a field of the timing raises ValueError.
     """
     d = t.to_dict()
     keep = set(d) if only is None else set(only)
+    unknown = (keep | set(drop)) - set(d)
+    if unknown:
+        raise ValueError(f"not a field of a timing: {', '.join(sorted(unknown))}")
     keep.difference_update(drop)
     out = {k: v for k, v in d.items() if k in keep}
     out.update(extra)

@@ -296,6 +296,10 @@ def test_row_extra_fields_win_and_only_or_drop_select():
         "samples_s", "first_call_s"}
     assert bench.row(t, only=("median_s", "gbs"), batch=8) == {
         "median_s": 0.002, "gbs": pytest.approx(3.0), "batch": 8}
+    with pytest.raises(ValueError, match="tflop"):
+        bench.row(t, only=("median_s", "tflop"))
+    with pytest.raises(ValueError, match="sample_s"):
+        bench.row(t, drop=("sample_s",))
 
 
 def test_row_shares_of_its_roofs_in_percent_or_as_a_fraction():
