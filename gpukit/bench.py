@@ -16,7 +16,8 @@ The rules this module enforces:
   For kernels of a few microseconds, ``batch=K`` times K launches back to back between one pair
   of events;
 * a time becomes GB/s or FLOP/s and a **percentage of a ceiling measured in the
-  same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s);
+  same run** (a device-to-device copy for bandwidth, the vendor matmul for FLOP/s):
+  :func:`row` builds every results row, with the share of each :class:`Roof` it names;
 * every saved number carries a **machine record** (GPU, driver, versions, CPU, date):
   :mod:`gpukit.results` writes it.
 """
@@ -27,13 +28,15 @@ import functools
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Mapping
 
 from . import device
 
 #: Libraries whose CUDA events :func:`bench` can use.
 TIMERS = ("cupy", "torch", "numba", "cpu")
 
+#: the host-side fields of a results row (see :class:`Timing`)
+FLAGS = ("host_median_s", "blocks", "launch_s", "launch_bound")
 #: a call whose host time behind a spinning kernel (launching alone) reaches this fraction of its
 #: event time is ``launch_bound``: the GPU then waits for the host between calls
 LAUNCH_BOUND_FRACTION = 0.5
@@ -113,9 +116,8 @@ class Timing:
         return d
 
     def flags(self) -> dict:
-        """The host-side fields a results row carries (for rows built by hand)."""
-        return {"host_median_s": self.host_median_s, "blocks": self.blocks,
-                "launch_s": self.launch_s, "launch_bound": self.launch_bound}
+        """The host-side fields a results row carries (:data:`FLAGS`)."""
+        return {k: getattr(self, k) for k in FLAGS}
 
     def __str__(self) -> str:
         rate = f", {self.gbs:,.0f} GB/s" if self.gbs else ""
@@ -129,6 +131,65 @@ class Timing:
         return (f"{self.name}: first call {self.first_call_s * 1e3:.3f} ms, median "
                 f"{self.median_s * 1e3:.4f} ms (min {self.min_s * 1e3:.4f}, max "
                 f"{self.max_s * 1e3:.4f}, n={len(self.samples_s)}, {self.timer}){rate}{flag}")
+
+
+@dataclass(frozen=True)
+class Roof:
+    """A ceiling that a row's rate is set against.
+
+    ``rate`` names the row's field that is compared (``"gbs"``, ``"tflops"`` or a
+    per-second rate of the row) and ``value`` is the ceiling in that field's unit, measured
+    in the same run. The share is ``100 * rate / value`` (a percentage) or, with
+    ``percent=False``, the fraction ``rate / value``. A ceiling that was not measured
+    (``value`` None or 0) gives a share of None.
+    """
+
+    rate: str
+    value: float | None
+    percent: bool = True
+
+    def share(self, rate: float) -> float | None:
+        if not self.value:
+            return None
+        return 100 * rate / self.value if self.percent else rate / self.value
+
+
+def shares(r: Mapping, roofs: Mapping[str, Roof]) -> dict:
+    """The share of each roof in row ``r``, under the roof's key.
+
+    A row without the roof's rate (absent or None: no bytes or FLOPs counted) gets no key
+    for it. For rows whose ceiling is measured after them: ``r.update(shares(r, roofs))``.
+    """
+    return {key: roof.share(r[roof.rate]) for key, roof in roofs.items()
+            if r.get(roof.rate) is not None}
+
+
+def row(t: Timing, *, roofs: Mapping[str, Roof] | None = None,
+        per_s: Mapping[str, float] | None = None, only: Iterable[str] | None = None,
+        drop: Iterable[str] = (), **extra) -> dict:
+    """The results row of ``t``: the one way a chapter turns a :class:`Timing` into a row.
+
+    In order: the fields of :meth:`Timing.to_dict` (name, timer, first call, samples,
+    median/min/max/repeats, ``bytes``/``flops``, ``gbs``/``tflops`` and the host fields
+    :data:`FLAGS`), restricted to ``only`` and without ``drop``; then ``extra`` (which
+    overrides a field of the same name); then each ``per_s`` rate, a count per call divided
+    by the median time (``per_s={"tokens_per_s": batch}``); then the share of each of
+    ``roofs`` (see :func:`shares`), read from the row as built so far. A name in ``only``
+    or ``drop`` that is not a field of the timing raises ValueError.
+    """
+    d = t.to_dict()
+    keep = set(d) if only is None else set(only)
+    unknown = (keep | set(drop)) - set(d)
+    if unknown:
+        raise ValueError(f"not a field of a timing: {', '.join(sorted(unknown))}")
+    keep.difference_update(drop)
+    out = {k: v for k, v in d.items() if k in keep}
+    out.update(extra)
+    for key, count in (per_s or {}).items():
+        out[key] = count / t.median_s
+    if roofs:
+        out.update(shares(out, roofs))
+    return out
 
 
 class _EventTimer:

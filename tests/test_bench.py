@@ -260,3 +260,128 @@ def test_files_beside_a_record_are_written_by_a_save_only(tmp_path):
     for bad in ("../up.png", "sub/x.png", ".hidden"):
         with pytest.raises(ValueError, match="plain name"):
             results.save("thing", {results.FILES: {bad: b""}}, root=tmp_path, machine=machine)
+
+
+# ------------------------------------------------------------------ results rows
+
+#: the fields of a row built from a Timing, before a chapter adds its own
+TIMING_FIELDS = {"name", "timer", "first_call_s", "samples_s", "bytes", "flops", "batch",
+                 "blocks", "median_s", "min_s", "max_s", "repeats", "gbs", "tflops",
+                 "host_median_s", "launch_s", "launch_bound"}
+
+
+def _timing(**kw):
+    """Samples of 1, 2 and 4 ms: a median of 2 ms."""
+    return bench.Timing("k", "cuda-events:cupy", 0.25, [0.004, 0.001, 0.002], **kw)
+
+
+def test_row_carries_the_timing_rates_and_host_flags():
+    t = _timing(bytes=6_000_000, flops=8e9, host_samples_s=[3e-4, 1e-4, 2e-4],
+                blocks=False, launch_samples_s=[1.5e-3, 0.5e-3, 1e-3])
+    r = bench.row(t)
+    assert set(r) == TIMING_FIELDS
+    assert r["name"] == "k" and r["timer"] == "cuda-events:cupy" and r["first_call_s"] == 0.25
+    assert (r["median_s"], r["min_s"], r["max_s"], r["repeats"]) == (0.002, 0.001, 0.004, 3)
+    assert r["gbs"] == pytest.approx(3.0) and r["tflops"] == pytest.approx(4.0)
+    assert r["host_median_s"] == 2e-4 and r["launch_s"] == 1e-3 and r["blocks"] is False
+    assert r["launch_bound"] is True                     # launching alone: half the event time
+    assert {k: r[k] for k in bench.FLAGS} == t.flags()
+
+
+def test_row_extra_fields_win_and_only_or_drop_select():
+    t = _timing(bytes=6_000_000)
+    r = bench.row(t, name="copy, stride 2", stride=2)
+    assert r["name"] == "copy, stride 2" and r["stride"] == 2
+    assert set(bench.row(t, drop=("samples_s", "first_call_s"))) == TIMING_FIELDS - {
+        "samples_s", "first_call_s"}
+    assert bench.row(t, only=("median_s", "gbs"), batch=8) == {
+        "median_s": 0.002, "gbs": pytest.approx(3.0), "batch": 8}
+    with pytest.raises(ValueError, match="tflop"):
+        bench.row(t, only=("median_s", "tflop"))
+    with pytest.raises(ValueError, match="sample_s"):
+        bench.row(t, drop=("sample_s",))
+
+
+def test_row_shares_of_its_roofs_in_percent_or_as_a_fraction():
+    t = _timing(bytes=6_000_000, flops=8e9)
+    roofs = {"pct_of_copy": bench.Roof("gbs", 4.0),
+             "share_of_matmul": bench.Roof("tflops", 16.0, percent=False)}
+    r = bench.row(t, roofs=roofs)
+    assert r["pct_of_copy"] == pytest.approx(75.0)
+    assert r["share_of_matmul"] == pytest.approx(0.25)
+    # a rate given by the chapter replaces the timing's before the share is taken
+    assert bench.row(t, roofs=roofs, gbs=2.0)["pct_of_copy"] == pytest.approx(50.0)
+
+
+def test_items_per_second():
+    r = bench.row(_timing(), per_s={"tokens_per_s": 8, "images_per_s": 1})
+    assert r["tokens_per_s"] == pytest.approx(4000.0) and r["images_per_s"] == pytest.approx(500.0)
+    r = bench.row(_timing(), per_s={"tokens_per_s": 8},
+                  roofs={"pct_of_rate": bench.Roof("tokens_per_s", 8000.0)})
+    assert r["pct_of_rate"] == pytest.approx(50.0)
+
+
+def test_no_bytes_no_rate_no_share_and_an_unmeasured_roof_is_none():
+    t = _timing(flops=8e9)                                 # FLOPs counted, bytes not
+    r = bench.row(t, roofs={"pct_of_copy": bench.Roof("gbs", 4.0),
+                            "pct_of_peak": bench.Roof("tflops", None)})
+    assert r["gbs"] is None and "pct_of_copy" not in r
+    assert "pct_of_peak" in r and r["pct_of_peak"] is None
+    assert bench.Roof("gbs", 0.0).share(3.0) is None
+    assert bench.shares({"gbs": 0.0}, {"pct_of_copy": bench.Roof("gbs", 4.0)}) == {
+        "pct_of_copy": 0.0}
+    assert bench.shares({"name": "x"}, {"pct_of_copy": bench.Roof("gbs", 4.0)}) == {}
+
+
+def test_shares_after_the_rows_when_the_roof_is_measured_last():
+    rows = [bench.row(_timing(bytes=b)) for b in (6_000_000, 3_000_000)]
+    stride1 = {"fraction_of_stride1": bench.Roof("gbs", rows[0]["gbs"], percent=False)}
+    for r in rows:
+        r.update(bench.shares(r, stride1))
+    assert [r["fraction_of_stride1"] for r in rows] == pytest.approx([1.0, 0.5])
+
+
+def test_simulation_row_keeps_its_fields():
+    from gpukit.simulation import measure
+    t = _timing()
+    r = measure._row("lbm", "box", "cpu", "8 x 8", 1000, t, roof_gbs=100.0, bytes_per=72,
+                     flops_per=20, fp32_tflops=None)
+    assert set(r) == TIMING_FIELDS | {
+        "model", "backend", "size", "updates_per_call", "unit", "rate", "bytes_per_update",
+        "roof_gbs", "pct_copy", "flops_per_update", "pct_fp32"}
+    assert r["rate"] == pytest.approx(5e5) and r["gbs"] == pytest.approx(5e5 * 72 / 1e9)
+    assert r["pct_copy"] == pytest.approx(100 * r["gbs"] / 100.0) and r["pct_fp32"] is None
+    bare = measure._row("heat", "grid", "cpu", "8 x 8", 1000, t)
+    assert set(bare) == TIMING_FIELDS | {"model", "backend", "size", "updates_per_call", "unit",
+                                         "rate"}
+
+
+def test_tensor_cores_row_is_one_call_of_a_replayed_graph():
+    from gpukit.tensor_cores import measure
+    t = _timing(flops=8e9, batch=10)
+    r = measure._row(t, kernel="01-wmma", n=64)
+    assert set(r) == {"kernel", "n", "median_s", "tflops", "first_call_s", *bench.FLAGS,
+                      "timing"}
+    assert r["median_s"] == pytest.approx(0.0002) and r["tflops"] == pytest.approx(4.0)
+    assert r["timing"] == bench.row(t)
+
+
+def test_llm_decode_shares_only_of_the_measured_ceilings():
+    from gpukit.llm_inference import measure
+    roofs = measure._roofs({"copy_gbs": 4.0})
+    assert list(roofs) == ["share_of_copy"]
+    r = bench.row(_timing(bytes=6_000_000, flops=8e9), only=measure.DECODE_FIELDS, roofs=roofs,
+                  per_s={"tokens_per_s": 8})
+    assert set(r) == {"median_s", "min_s", "max_s", "repeats", "gbs", "tflops", *bench.FLAGS,
+                      "tokens_per_s", "share_of_copy"}
+    assert r["share_of_copy"] == pytest.approx(0.75)
+
+
+def test_vector_add_cpu_rows():
+    from gpukit.vector_add import measure
+    data = measure.vector_add_cpu(n=4096, repeat=2)
+    ceiling, *rows = data["rows"]
+    assert set(ceiling) == TIMING_FIELDS and ceiling["name"] == "host copy"
+    for r in rows:
+        assert set(r) == TIMING_FIELDS | {"backend", "max_rel_err", "pct_of_copy"}
+        assert r["pct_of_copy"] == pytest.approx(100 * r["gbs"] / data["ceiling_gbs"])

@@ -28,16 +28,16 @@ import statistics
 import time
 from pathlib import Path
 
+from .. import bench
 from .meta import TUTORIAL_REPORTED, step_times  # noqa: F401  (public here)
 
 
 # --------------------------------------------------------------------- helpers
 
-def _timed_steps(fn, device, *, warmup: int, repeat: int, name: str) -> dict:
-    from .. import bench
+def _timed_steps(fn, device, *, warmup: int, repeat: int, name: str) -> bench.Timing:
     t = bench.bench(fn, timer="torch" if device.type == "cuda" else "cpu", name=name,
                     warmup=warmup, repeat=repeat)
-    return t.to_dict()
+    return t
 
 
 def _try(label: str, fn, errors: list):
@@ -246,8 +246,9 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
             prepare(images, labels)
 
     rows = []
-    per_step = lambda t: {**t, "median_s": t["median_s"] / steps, "min_s": t["min_s"] / steps,  # noqa: E731
-                          "max_s": t["max_s"] / steps, "images_per_s": b * steps / t["median_s"]}
+    per_step = lambda t: bench.row(  # noqa: E731
+        t, median_s=t.median_s / steps, min_s=t.min_s / steps, max_s=t.max_s / steps,
+        per_s={"images_per_s": b * steps})
     for name, fn in [("synthetic batch already on the GPU", synthetic),
                      ("real photos: gather + augment, a chunk ahead on a side stream", real),
                      ("real photos: gather + augment, then the steps (no overlap)", lambda: real(False)),
@@ -257,7 +258,7 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
     # the two main rows again, in the other order, to check the first pair did not drift
     for i, fn in ((1, real), (0, synthetic)):
         t = _timed_steps(fn, device, warmup=1, repeat=max(3, repeat // 3), name=rows[i]["name"])
-        rows[i]["second_median_s"] = t["median_s"] / steps
+        rows[i]["second_median_s"] = t.median_s / steps
 
     def one_step(name, net, x, y, warmup=5, **extra):
         o = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, nesterov=True)
@@ -265,7 +266,7 @@ def _throughput(store, cfg, device, repeat: int, errors: list, *, t_start: float
         a = extra.pop("amp", amp)
         t = _timed_steps(lambda: train_step(net, o, sc, x, y, criterion=crit, amp=a),
                          device, warmup=warmup, repeat=repeat, name=name)
-        rows.append({**t, "images_per_s": len(y) / t["median_s"], **extra})
+        rows.append(bench.row(t, per_s={"images_per_s": len(y)}, **extra))
 
     def settings():
         # What bf16, channels_last and the batch size each bring, on synthetic data.

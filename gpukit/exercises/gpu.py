@@ -21,6 +21,9 @@ import numpy as np
 
 from .. import bench, device
 
+#: a puzzle's roof: the row's rate, the key of its ceiling in :func:`roofs`, the rate's unit
+RATES = {"copy": ("gbs", "copy_gbs", 1e9), "fp32": ("tflops", "fp32_tflops", 1e12)}
+
 
 def roofs() -> dict:
     """The copy bandwidth (GB/s, measured now) and the FP32 peak (TFLOP/s, from the record)."""
@@ -77,8 +80,7 @@ def run_job(job: dict, state: dict) -> dict:
         np.save(os.path.join(job["outdir"], f"{name}.npy"), arr.copy_to_host(),
                 allow_pickle=False)
     t = bench.bench(once, timer="numba", name=puzzle.slug, warmup=3, repeat=job["repeat"])
-    return {"roof": roof, "grid": grid, "block": block, "gpu": p.get("gpu"),
-            **t.to_dict(), "first_call_s": first}
+    return bench.row(t, roof=roof, grid=grid, block=block, gpu=p.get("gpu"), first_call_s=first)
 
 
 # ---------------------------------------------------------------- in the checker
@@ -127,16 +129,12 @@ def full_size(child, puzzle, path: str, seed: int, repeat: int, source: str | No
     row.update({k: v for k, v in answer.items() if k not in ("roof", "grid", "block", "gpu")})
     median = float(row.get("median_s") or 0) or float("nan")
     work = puzzle.work(p)
-    if puzzle.roof == "copy":
-        row["gbs"] = work / median / 1e9
-        if roof.get("copy_gbs"):
-            row["roof_value"] = roof["copy_gbs"]
-            row["percent_of_roof"] = 100 * row["gbs"] / roof["copy_gbs"]
-    elif puzzle.roof == "fp32":
-        row["tflops"] = work / median / 1e12
-        if roof.get("fp32_tflops"):
-            row["roof_value"] = roof["fp32_tflops"]
-            row["percent_of_roof"] = 100 * row["tflops"] / roof["fp32_tflops"]
+    if puzzle.roof in RATES:
+        rate, ceiling, unit = RATES[puzzle.roof]
+        row[rate] = work / median / unit
+        if roof.get(ceiling):
+            row["roof_value"] = roof[ceiling]
+            row.update(bench.shares(row, {"percent_of_roof": bench.Roof(rate, roof[ceiling])}))
     return row
 
 

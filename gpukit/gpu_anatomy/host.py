@@ -76,7 +76,7 @@ def host_experiments(n: int, repeat: int) -> dict:
         raise AssertionError(f"host read sum {got} differs from {ref}")
     t = bench.bench(lambda: cpu_read_sum(x), timer="cpu", name="host read, all cores",
                     warmup=1, repeat=repeat, bytes=4 * n)
-    rows = [{**t.to_dict(), "name": "host read (sum), all cores", "kind": "read"}]
+    rows = [bench.row(t, name="host read (sum), all cores", kind="read")]
     out = np.empty(n, dtype=np.float32)
     for s in STRIDES:
         m = n // s
@@ -87,9 +87,9 @@ def host_experiments(n: int, repeat: int) -> dict:
             raise AssertionError(f"host strided copy, stride {s}: wrong elements")
         ts = bench.bench(lambda: cpu_strided_copy(x, view, s), timer="cpu", name=f"stride {s}",
                          warmup=1, repeat=repeat, bytes=8 * m)
-        rows.append({**ts.to_dict(), "name": f"host strided copy, stride {s}", "kind": "strided",
-                     "stride": s, "elements": m})
-    base = rows[1]["gbs"]
+        rows.append(bench.row(ts, name=f"host strided copy, stride {s}", kind="strided",
+                              stride=s, elements=m))
+    stride1 = {"fraction_of_stride1": bench.Roof("gbs", rows[1]["gbs"], percent=False)}
     for r in rows[1:]:
-        r["fraction_of_stride1"] = r["gbs"] / base
+        r.update(bench.shares(r, stride1))
     return {"n": n, "rows": rows, "facts": host_facts(), "threads": numba.get_num_threads()}

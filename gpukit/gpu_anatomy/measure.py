@@ -105,9 +105,10 @@ def latency_experiment(props: dict, repeat: int) -> dict:
         host = cupy.asnumpy(nxt_c)
         if int(pos.copy_to_host()[0]) != walk(host, start, 1000):
             raise AssertionError(f"pointer chase ({label}) ended at the wrong element")
-        rows.append({**t.to_dict(), "name": f"load latency, {label}", "array_bytes": n * 4, "steps": steps,
-                     "latency_ns": t.median_s / steps * 1e9,
-                     "latency_cycles": t.median_s / steps * (props.get("sm_clock_mhz") or 0) * 1e6})
+        rows.append(bench.row(t, name=f"load latency, {label}", array_bytes=n * 4, steps=steps,
+                              latency_ns=t.median_s / steps * 1e9,
+                              latency_cycles=t.median_s / steps
+                              * (props.get("sm_clock_mhz") or 0) * 1e6))
     return {"n": rows[-1]["array_bytes"] // 4, "rows": rows}
 
 
@@ -160,11 +161,12 @@ def occupancy_experiment(x, props: dict, repeat: int) -> dict:
                 err = abs(got - ref_sum(w)) / ref_sum(w)
                 if not err < 1e-4:                   # NaN fails too
                     raise AssertionError(f"read sum ({variant}) {threads}x{k}: relative error {err}")
-                rows.append({**t.to_dict(), "name": f"read, {variant}, {threads} threads x {k} blocks/SM",
-                             "variant": variant, "threads": threads, "blocks_per_sm": k,
-                             "warps_per_sm": k * math.ceil(threads / 32), "elements": w,
-                             "max_rel_err": err, "registers": attrs["registers"],
-                             "resident_blocks_calc": calc["blocks_per_sm"], "resident_blocks_driver": api})
+                rows.append(bench.row(
+                    t, name=f"read, {variant}, {threads} threads x {k} blocks/SM",
+                    variant=variant, threads=threads, blocks_per_sm=k,
+                    warps_per_sm=k * math.ceil(threads / 32), elements=w, max_rel_err=err,
+                    registers=attrs["registers"], resident_blocks_calc=calc["blocks_per_sm"],
+                    resident_blocks_driver=api))
                 print(f"    occupancy {variant[:12]} {threads:5d} x {k:2d}: {rows[-1]['warps_per_sm']:3d} warps/SM "
                       f"{t.gbs:8.1f} GB/s", flush=True)
     ceiling = bench.copy_ceiling("cupy", nbytes=min(n * 4, 2 * 2**30))
@@ -190,10 +192,10 @@ def strided_experiment(x, repeat: int) -> dict:
             raise AssertionError(f"strided copy, stride {s}: wrong or unwritten elements")
         t = bench.bench(lambda: strided_copy[blocks, 256](x, view, s), timer="numba",
                         name=f"stride {s}", warmup=2, repeat=max(5, min(repeat, 30)), bytes=8 * m)
-        rows.append({**t.to_dict(), "name": f"strided copy, stride {s}", "stride": s, "elements": m})
-    base = rows[0]["gbs"]
+        rows.append(bench.row(t, name=f"strided copy, stride {s}", stride=s, elements=m))
+    stride1 = {"fraction_of_stride1": bench.Roof("gbs", rows[0]["gbs"], percent=False)}
     for r in rows:
-        r["fraction_of_stride1"] = r["gbs"] / base
+        r.update(bench.shares(r, stride1))
     return {"n": n, "rows": rows}
 
 
@@ -226,7 +228,7 @@ def divergence_experiment(props: dict, repeat: int, iters: int = 4096) -> dict:
             t = bench.bench(lambda: paths_kernel[blocks, 256](x, out, k, iters, mode), timer="numba",
                             name=f"k={k} mode={mode}", warmup=2, repeat=max(3, min(repeat, 10)),
                             flops=2.0 * n * iters)
-            rows.append({**t.to_dict(), "name": f"{k} path(s), {label}", "k": k, "mode": mode, "iters": iters})
+            rows.append(bench.row(t, name=f"{k} path(s), {label}", k=k, mode=mode, iters=iters))
     return {"n": n, "rows": rows, "iters": iters}
 
 
@@ -317,7 +319,7 @@ def launch_experiment(props: dict, repeat: int, launches: int = 1000, chain: int
         results[label] = x.copy()
         check_close(x, ref, rtol=1e-3, what=label)
         t = bench.bench(fn, timer="cpu", name=label, warmup=1, repeat=max(3, min(repeat, 10)))
-        chains.append({**t.to_dict(), "name": label, "per_kernel_s": t.median_s / chain})
+        chains.append(bench.row(t, per_kernel_s=t.median_s / chain))
 
     x[...] = x0
     _sync()
@@ -341,9 +343,9 @@ def launch_experiment(props: dict, repeat: int, launches: int = 1000, chain: int
         raise AssertionError("the CUDA graph's result differs from the same kernels launched one by one")
     check_close(x, ref, rtol=1e-3, what="graph replay")
     t = bench.bench(replay, timer="cpu", name="CUDA graph replay", warmup=1, repeat=max(3, min(repeat, 20)))
-    chains.append({**t.to_dict(), "name": "CuPy RawKernel, captured once in a CUDA graph, replayed",
-                   "per_kernel_s": t.median_s / chain, "capture_s": capture_s,
-                   "identical_to_one_by_one": identical})
+    chains.append(bench.row(t, name="CuPy RawKernel, captured once in a CUDA graph, replayed",
+                            per_kernel_s=t.median_s / chain, capture_s=capture_s,
+                            identical_to_one_by_one=identical))
     return {"n": launches, "rows": rows, "chain": {"kernels": chain, "elements": m, "rows": chains}}
 
 

@@ -25,18 +25,16 @@ SEED, DEPTH = 1, 8
 
 
 def _row(name, backend, width, height, spp, timing, segments, n_spheres, peak=None) -> dict:
-    t = timing.median_s
-    row = {"name": name, "backend": backend, "width": width, "height": height, "spp": spp,
-           "depth": DEPTH, **timing.to_dict(), "segments": segments,
-           "segments_per_s": segments / t, "samples_per_s": width * height * spp / t,
-           "segments_per_sample": segments / (width * height * spp),
-           }
+    samples = width * height * spp
+    per_s = {"segments_per_s": segments, "samples_per_s": samples}
+    extra = {}
     if every_sphere(name):
-        row["tests_per_s"] = segments * n_spheres / t
-        row["tflops"] = row["tests_per_s"] * FLOPS_PER_TEST / 1e12
-        if peak:
-            row["pct_fp32_peak"] = 100 * row["tflops"] / peak["tflops"]
-    return row
+        per_s["tests_per_s"] = segments * n_spheres
+        extra["tflops"] = segments * n_spheres / timing.median_s * FLOPS_PER_TEST / 1e12
+    roofs = {"pct_fp32_peak": bench.Roof("tflops", peak["tflops"])} if peak else {}
+    return bench.row(timing, roofs=roofs, per_s=per_s, backend=backend, width=width,
+                     height=height, spp=spp, depth=DEPTH, segments=segments,
+                     segments_per_sample=segments / samples, **extra)
 
 
 def _cpu_rows(scene, sizes: dict, repeat: int) -> tuple[list[dict], dict]:
@@ -115,7 +113,7 @@ def _progressive(scene, backend: str, size: tuple, spps: list, ref_spp: int, tim
                             timer="cpu", warmup=0, repeat=min(2, repeat))
             img = render(scene, w, h, spp=spp, max_depth=DEPTH, seed=SEED, backend=backend)
         rmse = float(np.sqrt(np.mean((img - ref) ** 2)))
-        rows.append({"spp": spp, "median_s": t.median_s, "first_call_s": t.first_call_s, "rmse": rmse})
+        rows.append(bench.row(t, only=("first_call_s", "median_s"), spp=spp, rmse=rmse))
         if spp in (1, 4, 16, 64):
             strip.append({"spp": spp, "image": to_jpeg_uri(img)})
     strip.append({"spp": ref_spp, "image": to_jpeg_uri(ref), "reference": True})

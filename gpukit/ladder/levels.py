@@ -402,7 +402,7 @@ def measure_level(level: str, shapes, repeat: int, *, seed: int = 0) -> dict:
         nbytes = (2 * rows * cols + cols) * 4
         t = bench.bench(call, timer=timer, name=level, warmup=2, repeat=repeat, bytes=nbytes)
         err = check(out(), x, scale, bias, what=f"{level} {rows}x{cols}")
-        result["shapes"].append({"rows": rows, "cols": cols, "max_rel_err": err, **t.to_dict()})
+        result["shapes"].append(bench.row(t, rows=rows, cols=cols, max_rel_err=err))
         del call, out
     return result
 

@@ -99,14 +99,15 @@ def run(n: int | None = None, repeat: int = 30, *, fresh_process: bool = True,
 
     # The ceiling, measured after the levels so it competes with nothing.
     ceiling = bench.copy_ceiling("torch" if gpu else "cpu", nbytes=main[0] * main[1] * 4)
+    roofs = {"pct_of_copy": bench.Roof("gbs", ceiling.gbs)}
     for r in rows + sweep_rows:
         if not r["simulated"]:
-            r["pct_of_copy"] = 100 * r["gbs"] / ceiling.gbs
+            r.update(bench.shares(r, roofs))
     total = time.perf_counter() - t_start
     print(f"  {ceiling.name} ceiling {ceiling.gbs:,.1f} GB/s; ladder total {total:.1f} s", flush=True)
     part = {"n": main[0] * main[1], "shape": list(main), "dtype": "float32",
             "ideal_bytes": (2 * main[0] * main[1] + main[1]) * 4, "rows": rows,
             "sweep": sweep_rows, "failed": failed, "skipped": skipped,
-            "ceiling": {"name": ceiling.name, **ceiling.to_dict()}, "ceiling_gbs": ceiling.gbs,
+            "ceiling": bench.row(ceiling), "ceiling_gbs": ceiling.gbs,
             "fresh_process": fresh_process, "total_s": total, "rtol": RTOL}
     return {"gpu" if gpu else "cpu": part}

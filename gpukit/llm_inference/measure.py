@@ -29,11 +29,16 @@ SEED = 0
 BUDGET_S = 220.0
 
 
-def _timing_row(t, **extra) -> dict:
-    d = t.to_dict()
-    d.pop("samples_s", None)
-    d.update(extra)
-    return d
+#: the share fields of a row: key -> (the row's rate, the ceiling of ``roofs`` it is set against)
+SHARES = {"share_of_copy": ("gbs", "copy_gbs"), "share_of_matmul": ("tflops", "matmul_tflops")}
+#: the fields of a decode step's timing that its row keeps
+DECODE_FIELDS = ("median_s", "min_s", "max_s", "repeats", "gbs", "tflops", *bench.FLAGS)
+
+
+def _roofs(roofs: dict) -> dict:
+    """The ceilings measured in this run (``roofs``), as fractions of each."""
+    return {key: bench.Roof(rate, roofs[name], percent=False)
+            for key, (rate, name) in SHARES.items() if roofs.get(name)}
 
 
 def _free():
@@ -84,24 +89,17 @@ def decode_row(model, batch, context, variant, roofs, *, repeat=10, timer="torch
         t0 = time.perf_counter()
         step, _ = capture(step)
         first_s = time.perf_counter() - t0
-    t = bench.bench(step, timer=timer, name=f"decode {variant} b{batch}", warmup=2,
-                    repeat=repeat)
-    cfg = model.cfg
     nbytes = model.read_bytes(batch) + cache.nbytes
-    flops = cfg.decode_flops(batch, context)
-    s = t.median_s
-    row = {"name": f"decode {model.precision} {variant} batch {batch}", "variant": variant,
-           "precision": model.precision, "batch": batch, "context": context,
-           "median_s": s, "min_s": t.min_s, "max_s": t.max_s, "repeats": len(t.samples_s),
-           **t.flags(),
-           "capture_s": first_s, "tokens_per_s": batch / s,
-           "bytes_per_step": nbytes, "kv_bytes": cache.nbytes, "gbs": nbytes / s / 1e9,
-           "flops_per_step": flops, "tflops": flops / s / 1e12}
+    flops = model.cfg.decode_flops(batch, context)
+    t = bench.bench(step, timer=timer, name=f"decode {variant} b{batch}", warmup=2,
+                    repeat=repeat, bytes=nbytes, flops=flops)
+    row = bench.row(t, only=DECODE_FIELDS, roofs=_roofs(roofs), per_s={"tokens_per_s": batch},
+                    name=f"decode {model.precision} {variant} batch {batch}", variant=variant,
+                    precision=model.precision, batch=batch, context=context, capture_s=first_s,
+                    bytes_per_step=nbytes, kv_bytes=cache.nbytes, flops_per_step=flops)
     if roofs.get("copy_gbs"):
-        row["share_of_copy"] = row["gbs"] / roofs["copy_gbs"]
         row["memory_roof_tokens_per_s"] = batch * roofs["copy_gbs"] * 1e9 / nbytes
     if roofs.get("matmul_tflops"):
-        row["share_of_matmul"] = row["tflops"] / roofs["matmul_tflops"]
         row["compute_roof_tokens_per_s"] = batch * roofs["matmul_tflops"] * 1e12 / flops
     return row
 
@@ -260,7 +258,8 @@ def _ceilings() -> dict:
     copy = bench.copy_ceiling("torch")
     mm = bench.matmul_ceiling(8192, "bfloat16")
     return {"copy_gbs": copy.gbs, "matmul_tflops": mm.tflops,
-            "copy": _timing_row(copy), "matmul": _timing_row(mm)}
+            "copy": bench.row(copy, drop=("samples_s",)),
+            "matmul": bench.row(mm, drop=("samples_s",))}
 
 
 def attention_rows(contexts, heads=32, head_dim=128, repeat=5) -> list[dict]:
@@ -334,10 +333,9 @@ def _prefill_row(model, t, roofs, repeat) -> dict:
     flops = model.cfg.prefill_flops(t)
     tm = bench.bench(lambda: model(tokens, pos, cache, prefill=True), timer="torch",
                      name=f"prefill {t}", warmup=1, repeat=repeat, flops=flops)
-    return {"name": f"prefill {t} tokens", "tokens": t, "median_s": tm.median_s,
-            "first_call_s": tm.first_call_s, "time_to_first_token_s": tm.median_s,
-            "flops": flops, "tflops": tm.tflops,
-            "share_of_matmul": tm.tflops / roofs["matmul_tflops"]}
+    return bench.row(tm, only=("first_call_s", "flops", "median_s", "tflops"),
+                     roofs=_roofs(roofs), name=f"prefill {t} tokens", tokens=t,
+                     time_to_first_token_s=tm.median_s)
 
 
 def output_error(model, other, batch=8, context=128) -> dict:
@@ -562,7 +560,7 @@ def run_cpu(repeat: int = 5) -> dict:
         decode = [decode_row(model, b, context, "eager", roofs, repeat=repeat, timer="cpu")
                   for b in (1, 8)]
     return {"n": cfg.params(), "model": "tiny", "config": cfg.__dict__.copy(),
-            "ceilings": {"copy_gbs": copy.gbs, "copy": _timing_row(copy)},
+            "ceilings": {"copy_gbs": copy.gbs, "copy": bench.row(copy, drop=("samples_s",))},
             "decode": decode, "rows": [_summary(r) for r in decode]}
 
 

@@ -100,9 +100,9 @@ def time_backend(spec: dict) -> dict:
     first_end = start + (profile["wall_s"] if profile else t.first_call_s)
     from gpukit.arrays import to_host
     np.save(spec["out"], to_host(result["out"]))
-    return {"import_s": t_import, "context_s": t_context, "numba_init_s": t_init, **t.to_dict(),
-            **collections.during(start, first_end),
-            **({"first_call_profile": profile} if profile else {})}
+    return bench.row(t, import_s=t_import, context_s=t_context, numba_init_s=t_init,
+                     **collections.during(start, first_end),
+                     **({"first_call_profile": profile} if profile else {}))
 
 
 class _Collections:

@@ -157,10 +157,8 @@ def _bench_kernel(kernel, a, b, out, flops, repeat, ref, scale, awk):
     timing = bench.bench(lambda: mm.matmul(ta, tb, kernel=kernel, out=tout),
                          timer=_timer_for(kernel), name=kernel, warmup=1 if estimate > 0.05 else 3,
                          repeat=reps, flops=flops)
-    d = timing.to_dict()
-    d.pop("first_call_s")        # the bench's first call came after compilation: use ours
-    d.pop("samples_s")
-    row.update(d)
+    # the bench's first call came after compilation: the row keeps ours
+    row.update(bench.row(timing, drop=("first_call_s", "samples_s")))
     m, k = a.shape
     n = b.shape[1]
     vec = mm.vector_ok(m, n, k, (a.data.ptr, b.data.ptr, out.data.ptr))
@@ -192,7 +190,7 @@ def tune(a, b, out, flops, repeat, ref, scale, awk) -> list[dict]:
             row["max_err"] = _check_device(out, ref, scale, a.shape[1], kernel)
             t = bench.bench(lambda: mm.launch_cuda_c(kernel, a, b, out), timer="cupy",
                             name=kernel, warmup=3, repeat=repeat, flops=flops)
-            row.update(tflops=t.tflops, median_s=t.median_s)
+            row.update(bench.row(t, only=("median_s", "tflops")))
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
@@ -244,10 +242,8 @@ def tensor_cores(a, b, ref, scale, repeat) -> list[dict]:
                 err = matmul_error(cupy.asarray(got.float()), ref, scale, xp=cupy)
                 t = bench.bench(lambda: x @ y, timer="torch", name=label, repeat=repeat,
                                 flops=flops)
-            d = t.to_dict()
-            d.pop("samples_s")
-            rows.append({"name": label, "dtype": str(dtype).replace("torch.", ""),
-                         "tf32": tf32, "n": n, "max_err": err, **d})
+            rows.append(bench.row(t, drop=("samples_s",), dtype=str(dtype).replace("torch.", ""),
+                                  tf32=tf32, n=n, max_err=err))
         except Exception as exc:
             rows.append({"name": label, "error": f"{type(exc).__name__}: {exc}"})
     return rows
@@ -286,8 +282,7 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
                                 timer=_timer_for(kernel), name=kernel,
                                 repeat=repeat if s <= 4096 else max(3, repeat // 2),
                                 flops=2.0 * s**3, batch=sweep_batch(s))
-                entry.update(median_s=t.median_s, tflops=t.tflops, batch=t.batch,
-                             **t.flags())
+                entry.update(bench.row(t, only=("median_s", "tflops", "batch", *bench.FLAGS)))
             except Exception as exc:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(entry)
@@ -295,8 +290,8 @@ def size_sweep(kernels: list[str], sizes=SWEEP, repeat: int = 10) -> list[dict]:
         cupy.get_default_memory_pool().free_all_blocks()
     for r in rows:
         base = next((x for x in rows if x["n"] == r["n"] and x.get("name") == "cublas"), None)
-        if base and base.get("tflops") and r.get("tflops"):
-            r["pct_of_cublas"] = 100 * r["tflops"] / base["tflops"]
+        if base and base.get("tflops"):
+            r.update(bench.shares(r, {"pct_of_cublas": bench.Roof("tflops", base["tflops"])}))
     return rows
 
 
@@ -329,10 +324,10 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
             failed.append({"name": kernel, "error": f"{type(exc).__name__}: {exc}"})
             print(f"  {kernel:<22}FAILED {failed[-1]['error']}", file=sys.stderr, flush=True)
     cublas = next((r for r in rows if r["name"] == "cublas" and r.get("tflops")), None)
+    roofs = {"pct_of_cublas": bench.Roof("tflops", cublas["tflops"])} if cublas else {}
     gpu = device.gpu_properties()
     for r in rows:
-        if cublas and r.get("tflops"):
-            r["pct_of_cublas"] = 100 * r["tflops"] / cublas["tflops"]
+        r.update(bench.shares(r, roofs))
         occ = occupancy(r.get("registers"), r.get("threads"), r.get("shared_bytes"), gpu)
         if occ:
             r["occupancy"] = occ
@@ -344,8 +339,7 @@ def gpu_part(n: int = DEFAULT_N, repeat: int = 30, sweep=SWEEP) -> dict:
     except Exception as exc:
         tuning = [{"name": "12-pipelined", "error": f"{type(exc).__name__}: {exc}"}]
     for r in tuning:
-        if cublas and r.get("tflops"):
-            r["pct_of_cublas"] = 100 * r["tflops"] / cublas["tflops"]
+        r.update(bench.shares(r, roofs))
     hand = sorted((r for r in rows if r.get("tflops") and r["name"] != "cublas"),
                   key=lambda r: -r["tflops"])
     best = hand[0]["name"] if hand else None
@@ -381,11 +375,8 @@ def cpu_part(n: int, repeat: int = 3) -> dict:
     err = check_matmul(out, a, b, what="numpy")
     t = bench.bench(lambda: np.matmul(a, b, out=out), timer="cpu", name="NumPy matmul",
                     warmup=1, repeat=repeat, flops=2.0 * n**3)
-    d = t.to_dict()
-    d.pop("samples_s")
-    blas = _blas_name()
-    return {"n": n, "rows": [{"name": f"NumPy matmul ({blas}, all cores)", "max_err": err, **d}],
-            "blas": blas}
+    return {"n": n, "rows": [bench.row(t, drop=("samples_s",), max_err=err)],
+            "blas": _blas_name()}
 
 
 def _blas_name() -> str:

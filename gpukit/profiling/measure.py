@@ -63,8 +63,8 @@ def cpu_baseline(n: int, degree: int, repeat: int) -> dict:
                     repeat=max(2, repeat), name="numba parallel (all cores)",
                     flops=2.0 * degree * n)
     err = _check(out, x, degree)
-    return {**t.to_dict(), "elements": n, "degree": degree, "max_rel_err": err,
-            "elements_per_s": n / t.median_s, "threads": _threads()}
+    return bench.row(t, per_s={"elements_per_s": n}, elements=n, degree=degree,
+                     max_rel_err=err, threads=_threads())
 
 
 def _threads() -> int:
@@ -102,9 +102,12 @@ def _median_run(ops, n, count, streams, repeat) -> tuple[float, dict]:
     return statistics.median(walls), runs[-1] | {"samples_s": walls}
 
 
-def _stage(fn, repeat) -> dict:
+def _stage(fn, repeat, name=None, nbytes=None) -> dict:
+    """The row of one stage; a copy's GB/s from the ``nbytes`` it moves."""
     t = bench.bench(fn, timer="cupy", warmup=1, repeat=repeat)
-    return t.to_dict()
+    if name is None:
+        return bench.row(t)
+    return bench.row(t, name=name, gbs=nbytes / t.median_s / 1e9 if nbytes else None)
 
 
 def gpu_part(n: int, repeat: int) -> dict:
@@ -125,23 +128,21 @@ def gpu_part(n: int, repeat: int) -> dict:
     nbytes = n * item
 
     # 1. each stage alone, whole array, default stream
-    stages = {
-        "copy in, pinned": _stage(lambda: d_in.set(pin_in), repeat),
-        "copy in, pageable": _stage(lambda: d_in.set(x), repeat),
-        "copy out, pinned": _stage(lambda: rt.memcpy(pin_out.ctypes.data, d_out.data.ptr, nbytes,
-                                                     rt.memcpyDeviceToHost), repeat),
-        "copy out, pageable": _stage(lambda: rt.memcpy(page_out.ctypes.data, d_out.data.ptr, nbytes,
-                                                       rt.memcpyDeviceToHost), repeat),
+    copies = {
+        "copy in, pinned": lambda: d_in.set(pin_in),
+        "copy in, pageable": lambda: d_in.set(x),
+        "copy out, pinned": lambda: rt.memcpy(pin_out.ctypes.data, d_out.data.ptr, nbytes,
+                                              rt.memcpyDeviceToHost),
+        "copy out, pageable": lambda: rt.memcpy(page_out.ctypes.data, d_out.data.ptr, nbytes,
+                                                rt.memcpyDeviceToHost),
     }
+    stages = {name: _stage(fn, repeat, name, nbytes) for name, fn in copies.items()}
     kernel = pipeline.poly_kernel()
     probe = 256
     t_probe = _stage(lambda: kernel(d_in, np.int32(probe), d_out), repeat)["median_s"]
     t_in = stages["copy in, pinned"]["median_s"]
     degree = int(min(8192, max(8, round(probe * t_in / t_probe))))
-    stages["kernel"] = _stage(lambda: kernel(d_in, np.int32(degree), d_out), repeat)
-    for name, s in stages.items():
-        s["name"] = name
-        s["gbs"] = nbytes / s["median_s"] / 1e9 if name != "kernel" else None
+    stages["kernel"] = _stage(lambda: kernel(d_in, np.int32(degree), d_out), repeat, "kernel")
     engines = int(props.get("asyncEngineCount", 0))
     t_in, t_k, t_out = (stages[k]["median_s"] for k in ("copy in, pinned", "kernel", "copy out, pinned"))
     # two copy engines: copies in and out overlap each other too; one: they take turns

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from gpukit import bench
+
 from .meta import (HEAT_BYTES_PER_CELL, HEAT_FLOPS_PER_CELL, LBM_BYTES_PER_CELL,
                    NBODY_FLOPS_PER_INTERACTION, lbm_bytes)
 
@@ -36,21 +38,25 @@ PHYSICS_STEPS = {"cpu": {"poiseuille": 3000, "mass": 10_000}, "small": {"poiseui
                  "tiny": {"poiseuille": 3000, "mass": 1000}}
 
 
+def _roofs(copy_gbs=None, fp32_tflops=None) -> dict:
+    """A row's shares of the copy bandwidth and of the FP32 peak, in percent."""
+    return {"pct_copy": bench.Roof("gbs", copy_gbs),
+            "pct_fp32": bench.Roof("tflops", fp32_tflops)}
+
+
 def _row(model, name, backend, size, updates, t, *, roof_gbs=None, bytes_per=None, flops_per=None,
          fp32_tflops=None, unit=""):
     rate = updates / t.median_s
     if callable(roof_gbs):
         roof_gbs = roof_gbs()
-    r = {**t.to_dict(), "model": model, "name": name, "backend": backend, "size": size,
-         "updates_per_call": updates, "unit": unit, "rate": rate}
+    extra = {}
     if bytes_per:
-        r["bytes_per_update"], r["roof_gbs"] = bytes_per, roof_gbs
-        r["gbs"] = rate * bytes_per / 1e9
-        r["pct_copy"] = 100 * r["gbs"] / roof_gbs if roof_gbs else None
+        extra.update(bytes_per_update=bytes_per, roof_gbs=roof_gbs, gbs=rate * bytes_per / 1e9)
     if flops_per:
-        r["flops_per_update"] = flops_per
-        r["tflops"] = rate * flops_per / 1e12
-        r["pct_fp32"] = 100 * r["tflops"] / fp32_tflops if fp32_tflops else None
+        extra.update(flops_per_update=flops_per, tflops=rate * flops_per / 1e12)
+    r = bench.row(t, roofs=_roofs(roof_gbs, fp32_tflops), model=model, name=name,
+                  backend=backend, size=size, updates_per_call=updates, unit=unit, rate=rate,
+                  **extra)
     print(f"  {model:<6} {name:<28} {backend:<10} {size:<14} first {t.first_call_s:7.3f} s  "
           f"median {t.median_s * 1e3:9.3f} ms  {rate:.4g} {unit}/s"
           + (f"  {r['gbs']:.0f} GB/s" if bytes_per else "") + (f"  {r['tflops']:.2f} TFLOP/s" if flops_per else ""),
@@ -61,8 +67,6 @@ def _row(model, name, backend, size, updates, t, *, roof_gbs=None, bytes_per=Non
 def host_copy_all_cores(nbytes: int):
     """The CPU's memory roof: a copy with every core (NumPy's copy uses one), bytes read + written."""
     import numba
-
-    from gpukit import bench
 
     @numba.njit(parallel=True)
     def copy(dst, src):
@@ -237,7 +241,7 @@ def _lbm(where, sizes, copy_gbs, cpu_only, repeat):
             r.update(case=case, kernel=kernel, cells=nx * ny, fluid_cells=fluid, inlet_cells=inlet,
                      solid_cells=solid, bytes_per_call=moved)
             r["gbs"] = moved / t.median_s / 1e9          # the bytes moved, not 73 B per cell
-            r["pct_copy"] = 100 * r["gbs"] / roof if roof else None
+            r.update(bench.shares(r, _roofs(copy_gbs=roof)))
             rows.append(r)
             del lat
     # the picture: flow past a cylinder until the vortex street forms
@@ -309,7 +313,6 @@ def _first_step(sim) -> float:
 
 
 def _bench(fn, backend, *, repeat, batch=1):
-    from gpukit import bench
     return bench.bench(fn, timer="numba" if backend == "numba-cuda" else "cpu", warmup=2,
                        repeat=repeat, batch=batch)
 

@@ -71,9 +71,10 @@ def _timed(fn, flops, repeat, *, graph=False, name=""):
 
 
 def _row(t, **extra):
-    return {**extra, "median_s": t.median_s / t.batch, "tflops": t.tflops,
-            "first_call_s": t.first_call_s, **t.flags(),
-            "timing": t.to_dict()}
+    """The row of ``t``, whose samples may each time ``t.batch`` calls replayed from a graph:
+    its median is one call's, and the whole timing is kept under ``timing``."""
+    return bench.row(t, only=("first_call_s", "tflops", *bench.FLAGS),
+                     median_s=t.median_s / t.batch, timing=bench.row(t), **extra)
 
 
 # ------------------------------------------------------------------------ roofs

@@ -149,17 +149,17 @@ def part_transfers(n: int, repeat: int) -> dict:
     t = bench.bench(kernel_only, timer="torch", name="kernel only (data already on the GPU)",
                     repeat=repeat, bytes=nbytes)
     err = check_saxpy(dout, x, y, what="kernel only")
-    rows.append({"question": "kernel", **t.to_dict()})
+    rows.append(bench.row(t, question="kernel"))
     box = {}
     t = bench.bench(lambda: box.__setitem__("r", numpy_to_numpy()), timer="torch",
                     name="NumPy in, NumPy out (pageable copies)", warmup=1, repeat=5, bytes=nbytes)
     err = max(err, check_saxpy(box["r"], x, y, what="pageable end to end"))
-    rows.append({"question": "answer", **t.to_dict()})
+    rows.append(bench.row(t, question="answer"))
     pout.fill_(float("nan"))
     t = bench.bench(pinned_to_pinned, timer="torch", name="pinned in, pinned out",
                     warmup=1, repeat=5, bytes=nbytes)
     err = max(err, check_saxpy(pout, x, y, what="pinned end to end"))
-    rows.append({"question": "answer", **t.to_dict()})
+    rows.append(bench.row(t, question="answer"))
     dx = dy = dout = px = py = pout = None  # free the memory before the CPU part
     torch.cuda.empty_cache()
     k = numba_cpu_kernel()
@@ -168,7 +168,7 @@ def part_transfers(n: int, repeat: int) -> dict:
                     name=f"CPU: numba parallel, {_usable_cpus()} cores", warmup=2,
                     repeat=max(5, repeat // 3), bytes=nbytes)
     err = max(err, check_saxpy(cpu_out, x, y, what="CPU saxpy"))
-    rows.append({"question": "answer", **t.to_dict()})
+    rows.append(bench.row(t, question="answer"))
     kernel = rows[0]["median_s"]
     for r in rows:
         r["ratio_to_kernel"] = r["median_s"] / kernel
@@ -334,7 +334,7 @@ def part_zeros(size: int = 8192, repeat: int = 30) -> dict:
         c = torch.empty_like(a)
         fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
         t = bench.bench(fn, timer="torch", name=label, warmup=5, repeat=repeat, flops=flops)
-        row = {"name": label, **t.to_dict(), **_power_while(fn, t.median_s)}
+        row = bench.row(t, **_power_while(fn, t.median_s))
         rows.append(row)
         a = b = c = None
     torch.cuda.empty_cache()

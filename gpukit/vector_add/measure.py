@@ -36,14 +36,15 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
     out = cupy.empty_like(x)
 
     ceiling = bench.copy_ceiling("cupy", nbytes=nbytes)
-    rows.append({"name": "device copy (ceiling)", **ceiling.to_dict()})
-
     tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
     tout = torch.empty_like(tx)
     t_torch = bench.bench(lambda: torch.add(tx, ty, out=tout), timer="torch", name="torch.add",
                           repeat=repeat, bytes=traffic)
     check_close(tout, ref, what="torch.add")
-    rows.append({"name": "torch.add", "backend": "torch", **t_torch.to_dict()})
+    roofs = {"pct_of_copy": bench.Roof("gbs", ceiling.gbs),
+             "pct_of_torch_add": bench.Roof("gbs", t_torch.gbs)}
+    rows.append(bench.row(ceiling, roofs=roofs))
+    rows.append(bench.row(t_torch, roofs=roofs, backend="torch"))
 
     # numba gets its own views of the CuPy arrays, made once here: wrapping a CuPy array inside
     # the timed call synchronises CuPy's stream every time (numba's default
@@ -65,8 +66,7 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
         out.fill(cupy.nan)
         fn()
         err = check_close(out, ref, what=label)
-        rows.append({"name": label, "backend": backend, "impl": impl, "max_rel_err": err,
-                     **t.to_dict()})
+        rows.append(bench.row(t, roofs=roofs, backend=backend, impl=impl, max_rel_err=err))
     # The same kernel launched the ordinary way, kernel[blocks, threads](...): numba's
     # dispatcher types the three arrays on every call. Host time per call is the difference.
     threads = 256
@@ -76,8 +76,8 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
     t = bench.bench(lambda: launch(nx, ny, nout), timer="numba", name=VEC16_TYPED, repeat=repeat,
                     bytes=traffic)
     err = check_close(out, ref, what=VEC16_TYPED)
-    rows.append({"name": VEC16_TYPED, "backend": "numba-cuda", "impl": "vec16", "direct": True,
-                 "max_rel_err": err, **t.to_dict()})
+    rows.append(bench.row(t, roofs=roofs, backend="numba-cuda", impl="vec16", direct=True,
+                          max_rel_err=err))
     # What a reader calls first: the public API on numba arrays without out=. The result comes
     # from gpukit's pool of device buffers (gpukit.arrays.DevicePool): a buffer is reused once
     # the array of an earlier call is dropped. For comparison, the same call with an output
@@ -86,18 +86,14 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
     t = bench.bench(lambda: vecadd.vector_add(nx, ny, backend="numba-cuda"), timer="numba",
                     name=label, repeat=repeat, bytes=traffic)
     err = check_close(vecadd.vector_add(nx, ny, backend="numba-cuda"), ref, what=label)
-    rows.append({"name": label, "backend": "numba-cuda", "impl": vecadd.NUMBA_DEFAULT,
-                 "allocates": True, "pooled": True, "max_rel_err": err, **t.to_dict()})
+    rows.append(bench.row(t, roofs=roofs, backend="numba-cuda", impl=vecadd.NUMBA_DEFAULT,
+                          allocates=True, pooled=True, max_rel_err=err))
     fresh = lambda: vecadd.vector_add(nx, ny, backend="numba-cuda",  # noqa: E731
                                       out=cuda.device_array(nx.shape, nx.dtype))
     t = bench.bench(fresh, timer="numba", name=NO_POOL, repeat=repeat, bytes=traffic)
     err = check_close(fresh(), ref, what=NO_POOL)
-    rows.append({"name": NO_POOL, "backend": "numba-cuda", "impl": vecadd.NUMBA_DEFAULT,
-                 "allocates": True, "pooled": False, "max_rel_err": err, **t.to_dict()})
-    for r in rows:
-        if r.get("gbs"):
-            r["pct_of_copy"] = 100 * r["gbs"] / ceiling.gbs
-            r["pct_of_torch_add"] = 100 * r["gbs"] / t_torch.gbs
+    rows.append(bench.row(t, roofs=roofs, backend="numba-cuda", impl=vecadd.NUMBA_DEFAULT,
+                          allocates=True, pooled=False, max_rel_err=err))
 
     # Host <-> device copies, pageable and pinned memory.
     host = np.random.default_rng(1).random(n, dtype=np.float32)
@@ -112,7 +108,7 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
         ("device to host, pinned", lambda: dev.get(out=pinned)),
     ]:
         t = bench.bench(fn, timer="cupy", name=label, repeat=10, bytes=nbytes)
-        copies.append({"name": label, **t.to_dict()})
+        copies.append(bench.row(t))
 
     # The article's bug: a kernel that is never launched, and a launch never waited for.
     blocks, threads = vecadd._launch_config(n)
@@ -142,7 +138,7 @@ def vector_add_gpu(n: int = 2**28, repeat: int = 30) -> dict:
     e2e = bench.bench(end_to_end, timer="cupy", name="copy in + add + copy out (pageable)",
                       repeat=5, bytes=traffic)
     return {"n": n, "dtype": "float32", "rows": rows, "copies": copies, "pitfalls": pitfalls,
-            "end_to_end": e2e.to_dict(), "ceiling_gbs": ceiling.gbs, "torch_add_gbs": t_torch.gbs}
+            "end_to_end": bench.row(e2e), "ceiling_gbs": ceiling.gbs, "torch_add_gbs": t_torch.gbs}
 
 
 def vector_add_cpu(n: int = 2**26, repeat: int = 10) -> dict:
@@ -154,15 +150,15 @@ def vector_add_cpu(n: int = 2**26, repeat: int = 10) -> dict:
     out = np.empty_like(x)
     traffic = 3 * n * 4
     ceiling = bench.copy_ceiling("cpu", nbytes=n * 4)
-    rows = [{"name": "host copy (ceiling)", **ceiling.to_dict()}]
+    rows = [bench.row(ceiling)]
+    roofs = {"pct_of_copy": bench.Roof("gbs", ceiling.gbs)}
     for label, backend in [("NumPy np.add (1 core)", "numpy"),
                            ("numba parallel (all cores)", "numba-cpu")]:
         out.fill(np.nan)
         t = bench.bench(lambda: vecadd.vector_add(x, y, backend=backend, out=out), timer="cpu",
                         name=label, repeat=repeat, bytes=traffic)
         err = check_close(out, ref, what=label)
-        rows.append({"name": label, "backend": backend, "max_rel_err": err, **t.to_dict(),
-                     "pct_of_copy": 100 * (traffic / t.median_s / 1e9) / ceiling.gbs})
+        rows.append(bench.row(t, roofs=roofs, backend=backend, max_rel_err=err))
     return {"n": n, "dtype": "float32", "rows": rows, "ceiling_gbs": ceiling.gbs}
 
 

@@ -187,9 +187,8 @@ def _measure_work(work: str, n_max: int, repeat: int, gpu: bool, bufs: dict, log
                                 bytes=nbytes * size, flops=nflops * size)
                 result()                        # the output back into `out`, checked
                 err = _check(work, out, x, y, size, f"{work} {backend} n={size}", k)
-                row = {**t.to_dict(), "name": f"{LABELS[backend]} @ {size:,}", "backend": backend,
-                       "size": size, "max_rel_err": err, "first_call_s": t_est}
-                row.pop("samples_s")
+                row = bench.row(t, drop=("samples_s",), name=f"{LABELS[backend]} @ {size:,}",
+                                backend=backend, size=size, max_rel_err=err, first_call_s=t_est)
                 row["gflops"] = nflops * size / t.median_s / 1e9
                 rows.append(row)
             except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
@@ -290,6 +289,7 @@ def poly_kernels(n: int, repeat: int, bufs: dict, log) -> dict:
     variants = [("numba, one element per thread", None)] + [
         (f"CUDA C, unrolled, {e} element{'s' if e > 1 else ''} per thread", e) for e in CUDA_C_ELEMS]
     peak = device.fp32_peak(device.gpu_properties() or {})
+    roofs = {"pct_of_peak": bench.Roof("tflops", peak["tflops"] if peak else None)}
     rows = []
     for label, elems in variants:
         k["fill_nan"](out)
@@ -300,10 +300,8 @@ def poly_kernels(n: int, repeat: int, bufs: dict, log) -> dict:
                         flops=FLOPS_PER_ELEMENT["poly"] * n)
         dout.copy_to_host(out)
         err = _check("poly", out, x, None, n, f"poly kernel {label}", k)
-        row = {**t.to_dict(), "kernel": label, "elems": elems, "size": n, "max_rel_err": err,
-               "tflops": FLOPS_PER_ELEMENT["poly"] * n / t.median_s / 1e12}
-        row["pct_of_peak"] = 100 * row["tflops"] / peak["tflops"] if peak else None
-        row.pop("samples_s")
+        row = bench.row(t, drop=("samples_s",), roofs=roofs, kernel=label, elems=elems, size=n,
+                        max_rel_err=err)
         rows.append(row)
         log(f"  poly kernel {label:<40} {t.median_s * 1e3:8.3f} ms {row['tflops']:6.1f} TFLOP/s")
     best = min((r for r in rows if r["elems"]), key=lambda r: r["median_s"])
