@@ -318,7 +318,7 @@ def kernels(slug: str, data: dict) -> str:
         rows.append([r["label"], fmt_time(r["duration_s"]),
                      f"{fmt_num(r['counted_bytes'] / r['duration_s'] / GB)} GB/s",
                      fmt_pct(r.get("dram_pct")), "-" if per_kb is None else fmt_num(per_kb),
-                     fmt_pct(r.get("issue_active_pct")),
+                     fmt_pct(r.get("issue_active_pct")), fmt_pct(r.get("achieved_occupancy_pct")),
                      "-" if top is None else f"{top[0]} {fmt_pct(top[1])}",
                      stalls or "-",
                      ", ".join(f"{op} {fmt_pct(share, fraction=True)}" for op, share in mix) or "-"])
@@ -341,8 +341,9 @@ def kernels(slug: str, data: dict) -> str:
             "by whole warps; stalls in cycles per issued instruction; mix: the most executed "
             "instructions.\n\n")
     return head + table(["kernel and tile", "duration", "needed bytes", "DRAM busy",
-                         "warp instructions per KB", "issue slots busy", "busiest pipe", "top stalls",
-                         "instruction mix"], rows, align="lrrrrrrll")
+                         "warp instructions per KB", "issue slots busy",
+                         "achieved occupancy", "busiest pipe", "top stalls",
+                         "instruction mix"], rows, align="lrrrrrrrll")
 
 
 def _per_kb(r: dict) -> float | None:
