@@ -454,10 +454,11 @@ def test_kernel_profiles_view_reads_each_kernels_ncu_row():
     assert "int4 5.0 times the instructions of bf16, with the issue slots 92.2 % busy" in md
     assert "(bf16: 50.0 %)" in md and "int8" not in md
     line = next(x for x in md.splitlines() if x.startswith("| int4"))
-    assert "BLOCK_G 16" in line and "50.0 µs" in line, line
+    assert "| 8 x 16 groups, 4 warps |" in line and "50.0 µs" in line, line
     assert f"{nbytes / 50e-6 / 1e9:,.0f} GB/s" in line and "31.5 %" in line and "92.2 %" in line
-    assert "alu 80.0 %" in line and "`math_pipe_throttle` 3.2" in line and "IMAD" not in line
-    assert "LOP3 30.0 %, FFMA 25.0 %, FADD 20.0 %" in line and "| 500 |" in line
+    assert "`math_pipe_throttle` 3.2" in line and "long_scoreboard" not in line
+    assert "LOP3 30.0 %, FFMA 25.0 %" in line and "FADD" not in line and "| 500 |" in line
+    assert "| 2 x 2,048, 8 warps |" in md
     with pytest.raises(pages.NotRecorded):
         views.kernels("nvidia-h200", {"machine": data["machine"], "gpu": {"rows": []}})
 

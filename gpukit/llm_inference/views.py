@@ -309,18 +309,14 @@ def targets(data: dict) -> list[pages.Target]:
 def kernels(slug: str, data: dict) -> str:
     rows = []
     for r in data["gpu"]["rows"]:
-        stalls = ", ".join(f"`{s['reason']}` {s['cycles_per_issue']:.1f}"
-                           for s in (r.get("top_stalls") or [])[:2])
-        pipes = r.get("pipes") or {}
-        top = next(iter(pipes.items()), None)
-        mix = ((r.get("sass") or {}).get("mix") or [])[:3]
+        stall = (r.get("top_stalls") or [{}])[0]
+        mix = ((r.get("sass") or {}).get("mix") or [])[:2]
         per_kb = _per_kb(r)
-        rows.append([r["label"], fmt_time(r["duration_s"]),
+        rows.append([r["label"].split()[0], _tile(r["label"]), fmt_time(r["duration_s"]),
                      f"{fmt_num(r['counted_bytes'] / r['duration_s'] / GB)} GB/s",
                      fmt_pct(r.get("dram_pct")), "-" if per_kb is None else fmt_num(per_kb),
                      fmt_pct(r.get("issue_active_pct")), fmt_pct(r.get("achieved_occupancy_pct")),
-                     "-" if top is None else f"{top[0]} {fmt_pct(top[1])}",
-                     stalls or "-",
+                     f"`{stall['reason']}` {stall['cycles_per_issue']:.1f}" if stall else "-",
                      ", ".join(f"{op} {fmt_pct(share, fraction=True)}" for op, share in mix) or "-"])
     if not rows:
         raise pages.NotRecorded("profiles")
@@ -337,13 +333,21 @@ def kernels(slug: str, data: dict) -> str:
                     f"{fmt_pct(by['bf16'].get('issue_active_pct'))}).\n\n")
     head = lead + (f"**{pages.machine_title(data)}**, Nsight Compute on one product of a "
             f"{n:,} x 4,096 matrix with one vector per kernel (after a warm-up); GB/s: the "
-            "bytes the product needs over its time; warp instructions: instructions executed "
-            "by whole warps; stalls in cycles per issued instruction; mix: the most executed "
-            "instructions.\n\n")
-    return head + table(["kernel and tile", "duration", "needed bytes", "DRAM busy",
+            "bytes the product needs over its time; tile: rows x columns (or groups) of the "
+            "matrix per program; warp instructions: instructions executed by whole warps; the "
+            "top stall in cycles per issued instruction.\n\n")
+    return head + table(["kernel", "tile", "duration", "needed bytes", "DRAM busy",
                          "warp instructions per KB", "issue slots busy",
-                         "achieved occupancy", "busiest pipe", "top stalls",
-                         "instruction mix"], rows, align="lrrrrrrrll")
+                         "achieved occupancy", "top stall", "most executed"], rows,
+                        align="llrrrrrrll")
+
+
+def _tile(label: str) -> str:
+    """"BLOCK_N 2, BLOCK_K 2048, num_warps 8" (in a target's label) as "2 x 2,048, 8 warps"."""
+    kv = dict(part.rsplit(" ", 1) for part in label.split(", ")[1:])
+    cols = (f"{int(kv['BLOCK_K']):,}" if "BLOCK_K" in kv
+            else f"{kv.get('BLOCK_G', '?')} groups")
+    return f"{kv.get('BLOCK_N', '?')} x {cols}, {kv.get('num_warps', '?')} warps"
 
 
 def _per_kb(r: dict) -> float | None:
