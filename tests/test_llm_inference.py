@@ -471,3 +471,17 @@ def test_gpu_profiled_kernels_run_at_their_fixed_tiles_and_match():
         call, check = targets.setup(name, 1000)
         call()
         assert check() < 1e-2, name
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_peak_memory_leaves_out_the_autotuners_scratch():
+    from gpukit.llm_inference.measure import enable_fast_decode, peak_memory
+    from gpukit.llm_inference.quant import quantized
+    m = random_model(Config(layers=2, hidden=512, heads=8, kv_heads=2, ffn=1024, vocab=300),
+                     device="cuda", max_context=400)
+    enable_fast_decode(m)
+    for model in (m, quantized(m, 8), quantized(m, 4)):
+        r = peak_memory(model, 1, 256)
+        # working memory of a small model's step: far below the autotuner's 256 MiB buffer
+        assert 0 <= r["other_bytes"] < 64 * 2**20, (model.precision, r)

@@ -107,8 +107,15 @@ def decode_row(model, batch, context, variant, roofs, *, repeat=10, timer="torch
 def peak_memory(model, batch, context) -> dict:
     """Peak bytes allocated while a cache for ``batch`` x ``context`` is made and one decode
     step runs, plus the model's weights (``peak_bytes``); what else was allocated before
-    (another model kept for comparison) is left out, and recorded apart."""
+    (another model kept for comparison) is left out, and recorded apart.
+
+    A first step over a short cache comes before: the kernels compile and autotune there, and
+    Triton's autotuner allocates a scratch buffer of its own (256 MiB, to flush the L2 cache
+    between trials) that is no part of the model's memory."""
     import torch
+    warm = decode_inputs(model, batch, min(context, 16))
+    model(*warm)
+    del warm
     _free()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
