@@ -9,8 +9,6 @@ schedulers were at issuing instructions, the stall reasons and the instruction m
 
 from __future__ import annotations
 
-import tempfile
-
 from .. import device
 
 KERNELS = ("llm-bf16-matvec", "llm-int8-matvec", "llm-int4-matvec")
@@ -19,17 +17,10 @@ KERNELS = ("llm-bf16-matvec", "llm-int8-matvec", "llm-int4-matvec")
 def run(n: int | None = None, repeat: int = 1) -> dict:
     """Every kernel under ncu; part ``gpu`` (rows, and failures with their reason)."""
     from ..profiling import ncu
-    from ..profiling.profiles import profile_one
+    from ..profiling.profiles import profile_many
     if not device.has_gpu() or device.simulator_enabled() or ncu.find_ncu() is None:
         return {}
-    rows, failed = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in KERNELS:
-            row = profile_one(name, tmp)
-            (failed if "error" in row else rows).append(row)
-            print(f"  {name:<18} " + (f"{row['duration_s'] * 1e6:8.1f} us, DRAM "
-                  f"{row['dram_pct'] or 0:.1f} %, issue {row['issue_active_pct'] or 0:.1f} %"
-                  if "error" not in row else f"FAILED: {row['error']}"), flush=True)
+    rows, failed = profile_many(KERNELS)
     exe = ncu.find_ncu()
     return {"gpu": {"n": len(rows), "rows": rows, "failed": failed,
                     "ncu_version": ncu.version(exe)}}

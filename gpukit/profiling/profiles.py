@@ -47,6 +47,25 @@ def profile_one(name: str, folder: str) -> dict:
     return row
 
 
+def profile_many(names) -> tuple[list[dict], list[dict]]:
+    """Each target under ncu in turn: (rows, failures). Where ncu is missing or may not read
+    the counters, the rest fail with the same reason without being tried."""
+    rows, failed = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(names):
+            row = profile_one(name, tmp)
+            (failed if "error" in row else rows).append(row)
+            print(f"  {name:<24} " + (f"{row['duration_s'] * 1e6:10.1f} us, DRAM "
+                  f"{row['dram_pct'] or 0:.1f} %, issue {row['issue_active_pct'] or 0:.1f} % "
+                  f"({row['ncu_s']:.1f} s)" if "error" not in row else f"FAILED: {row['error']}"),
+                  flush=True)
+            if row.get("kind") in ("missing", "permission"):
+                failed += [{"name": m, "label": TARGETS[m].label, "error": row["error"]}
+                           for m in names[i + 1:]]
+                break
+    return rows, failed
+
+
 def run(n: int | None, repeat: int) -> dict:
     """Every recorded target, profiled; part ``gpu`` on a GPU machine, else ``cpu`` (all failed)."""
     gpu = device.has_gpu() and not device.simulator_enabled()
@@ -56,17 +75,7 @@ def run(n: int | None, repeat: int) -> dict:
         reason = ("ncu not available: " + ncu.MISSING) if exe is None else "no NVIDIA GPU on this machine"
         failed = [{"name": name, "label": TARGETS[name].label, "error": reason} for name in RECORDED]
     else:
-        with tempfile.TemporaryDirectory() as tmp:
-            for name in RECORDED:
-                row = profile_one(name, tmp)
-                (failed if "error" in row else rows).append(row)
-                print(f"  {name:<24} " + (f"{row['duration_s'] * 1e6:10.1f} us, DRAM "
-                      f"{row['dram_pct'] or 0:.1f} %, SM {row['sm_pct'] or 0:.1f} % ({row['ncu_s']:.1f} s)"
-                      if "error" not in row else f"FAILED: {row['error']}"), flush=True)
-                if row.get("kind") in ("missing", "permission"):
-                    failed += [{"name": m, "label": TARGETS[m].label, "error": row["error"]}
-                               for m in RECORDED[RECORDED.index(name) + 1:]]
-                    break
+        rows, failed = profile_many(RECORDED)
     part = {"n": len(RECORDED), "rows": rows, "failed": failed,
             "ncu": exe and os.path.basename(exe), "ncu_version": exe and ncu.version(exe),
             "sections": list(ncu.SECTIONS), "warmup_launches": WARMUP}
