@@ -80,8 +80,6 @@ CHAPTERS: tuple[Chapter, ...] = (
             summary="driver, toolkit and wheels, and `gpukit doctor` to find what is broken", benchmarks={}),
     Chapter("vector_add", "Your first kernel: adding two arrays", level="first steps",
             summary="your first kernel in numba, CuPy, CUDA C and torch, checked and timed"),
-    Chapter("stencil_demo", "A three-point average", level="first steps",
-            summary="a stencil: each output element reads its neighbours too"),
     Chapter("timing", "Timing GPU code honestly", level="first steps",
             summary="the timing mistakes that give impossible numbers, and the right tools"),
     Chapter("ladder", "One operation at every level", level="intermediate",
