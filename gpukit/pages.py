@@ -410,7 +410,8 @@ def render_blocks(name: str, view: str, *, root: Path | None = None) -> list[Blo
             blocks.append(Block(slug, machine_title(data), body, caption(data, slug, name),
                                 f"results/{slug}/{name}.json"))
     if not blocks:
-        raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}")
+        only = f" (a card reads results/{ref}/{name}.json only)" if view == "card" else ""
+        raise MissingResults(f"no results file under results/*/{name}.json has view {view!r}{only}")
     return blocks
 
 
