@@ -59,3 +59,32 @@ def oxford_copy(root: Path) -> Path:
             lines.append(f"{name} {1 if cat else 2} {1 if cat else 2} 1")
         (base / "annotations" / f"{split}.txt").write_text("\n".join(lines) + "\n")
     return root
+
+
+def two_process_training(tmp_path_factory, exchange: str | None = None) -> dict:
+    """``gpukit train cats-vs-dogs`` under torchrun on two gloo processes (2 epochs of a tiny
+    model on 16 photos), with ``--exchange`` when given, else the default: its exit status,
+    output and checkpoint. Made once per run of the suite for each ``exchange`` (the tests of
+    the training and of the exchanges share the run with the default)."""
+    import subprocess
+    import sys
+
+    from tests.helpers import shared_once
+
+    # every run reads one photo folder (with a folder each, the two exchanges ended on
+    # different weights)
+    data = shared_once(tmp_path_factory, "two-process-training-photos",
+                       lambda tmp: str(filtered_layout(tmp / "data", n_train=16, n_val=4)))
+
+    def make(tmp: Path) -> dict:
+        out = tmp / "ddp.pt"
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", data, "--epochs", "2",
+               "--img-size", "32", "--width", "8", "--batch-size", "8", "--device", "cpu",
+               "--out", str(out), "--quiet", *(["--exchange", exchange] if exchange else [])]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+        return {"returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
+                "out": str(out)}
+
+    return shared_once(tmp_path_factory, f"two-process-training-{exchange or 'default'}", make)

@@ -112,20 +112,40 @@ def build_site(out, **env_vars) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def shared_site(tmp_path_factory, name: str = "site", **env_vars):
-    """The site built once per test session, shared by every test and every pytest-xdist worker
-    that asks for the same ``name`` (the first to ask builds it, under a lock; the others wait)."""
-    import fcntl
+def _shared_root(tmp_path_factory) -> Path:
+    """The folder of this test session that every pytest-xdist worker sees."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent                      # the folder the workers' own folders share
+    return root
+
+
+def shared_once(tmp_path_factory, name: str, make):
+    """``make(folder)`` run once per test session, whichever pytest-xdist worker asks first
+    (under a lock; the others wait), and its JSON result read back by every later ask.
+
+    ``folder`` is an empty folder that all workers see, for the files ``make`` writes; a
+    module-scoped fixture of its own would run once in each worker that takes a test of the
+    module. A ``make`` that fails leaves nothing behind: the next ask runs it again."""
+    import fcntl
+    import json
+    import shutil
+    root = _shared_root(tmp_path_factory)
     out = root / f"shared-{name}"
+    done = out / ".result.json"
     with open(root / f"shared-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / ".built").exists():
+        if not done.exists():
             if out.exists():
-                import shutil
-                shutil.rmtree(out)              # a build that failed half-way
-            build_site(out, **env_vars)
-            (out / ".built").touch()
-    return out
+                shutil.rmtree(out)              # a run that failed half-way
+            out.mkdir()
+            value = make(out)
+            done.write_text(json.dumps(value), encoding="utf-8")
+    return json.loads(done.read_text(encoding="utf-8"))
+
+
+def shared_site(tmp_path_factory, name: str = "site", **env_vars):
+    """The site built once per test session, shared by every test and every pytest-xdist worker
+    that asks for the same ``name`` (the first to ask builds it, under a lock; the others wait)."""
+    shared_once(tmp_path_factory, name, lambda out: build_site(out, **env_vars))
+    return _shared_root(tmp_path_factory) / f"shared-{name}"

@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch")
 from gpukit.cats_vs_dogs import loop  # noqa: E402
 from gpukit.cats_vs_dogs.model import CatDogNet, macs_per_image  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
-from tests.cats_vs_dogs_helpers import filtered_layout, needs_shared_data, shared_data  # noqa: E402
+from tests.cats_vs_dogs_helpers import (filtered_layout, needs_shared_data, shared_data,  # noqa: E402
+                                        two_process_training)
 
 TINY = dict(img_size=32, store_size=40, width=8, batch_size=8, lr=0.1, warmup=0.1,
             device="cpu", progress=False)
@@ -134,20 +135,15 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_loses_no_epoch(tmp_path):
     assert ("step(s) of the next" in stderr) == (state["step_in_epoch"] > 0)
 
 
-def test_two_processes_gloo_agree_on_the_weights(tmp_path):
-    data = filtered_layout(tmp_path / "data", n_train=16, n_val=4)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", str(data), "--epochs", "2",
-           "--img-size", "32", "--width", "8", "--batch-size", "8", "--device", "cpu",
-           "--out", str(tmp_path / "ddp.pt"), "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    digests = dict(re.findall(r"rank (\d) weights sha256 ([0-9a-f]{64})", proc.stdout))
-    assert set(digests) == {"0", "1"}, proc.stdout
+def test_two_processes_gloo_agree_on_the_weights(tmp_path_factory):
+    # torchrun, two gloo processes, the default exchange (shared with the exchanges' test)
+    run = two_process_training(tmp_path_factory)
+    assert run["returncode"] == 0, run["stdout"] + run["stderr"]
+    digests = dict(re.findall(r"rank (\d) weights sha256 ([0-9a-f]{64})", run["stdout"]))
+    assert set(digests) == {"0", "1"}, run["stdout"]
     assert digests["0"] == digests["1"]
-    assert "training 2 epochs x 4 steps of 4 x 2 process(es)" in proc.stdout
-    state = loop.load_checkpoint(tmp_path / "ddp.pt")
+    assert "training 2 epochs x 4 steps of 4 x 2 process(es)" in run["stdout"]
+    state = loop.load_checkpoint(run["out"])
     assert state["world_size"] == 2 and state["epoch"] == 2
 
 

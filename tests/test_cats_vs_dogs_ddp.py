@@ -399,25 +399,20 @@ def test_records_of_an_older_shape_or_with_parts_missing_render_without_numbers(
 
 
 @pytest.mark.slow
-def test_training_under_torchrun_ends_on_the_same_weights_with_either_exchange(tmp_path):
+def test_training_under_torchrun_ends_on_the_same_weights_with_either_exchange(tmp_path_factory):
     """``gpukit train --exchange``: two gloo processes end with identical weights, and the
-    overlapped exchange ends on the very weights of the one after backward."""
+    overlapped exchange ends on the very weights of the one after backward (the default: its
+    run is shared with the test of two-process training)."""
     import re
 
-    from tests.cats_vs_dogs_helpers import filtered_layout
-    data = filtered_layout(tmp_path / "data", n_train=16, n_val=4)
+    from tests.cats_vs_dogs_helpers import two_process_training
     digests = {}
     for exchange in ("after-backward", "overlapped"):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "gpukit.cli", "train", "cats-vs-dogs", "--data", str(data), "--epochs", "2",
-               "--img-size", "32", "--width", "8", "--batch-size", "8", "--device", "cpu",
-               "--out", str(tmp_path / f"{exchange}.pt"), "--quiet", "--exchange", exchange]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert f"gradients exchanged {exchange}" in proc.stdout
-        digests[exchange] = dict(re.findall(r"rank (\d) weights sha256 ([0-9a-f]{64})", proc.stdout))
-        assert set(digests[exchange]) == {"0", "1"}, proc.stdout
+        run = two_process_training(tmp_path_factory, None if exchange == "after-backward" else exchange)
+        assert run["returncode"] == 0, run["stdout"] + run["stderr"]
+        assert f"gradients exchanged {exchange}" in run["stdout"]
+        digests[exchange] = dict(re.findall(r"rank (\d) weights sha256 ([0-9a-f]{64})", run["stdout"]))
+        assert set(digests[exchange]) == {"0", "1"}, run["stdout"]
     assert len({d for per in digests.values() for d in per.values()}) == 1, digests
 
 

@@ -12,7 +12,7 @@ from numba import cuda
 
 from gpukit import pages, results
 from gpukit.gpu_anatomy import host, kernels, measure
-from tests.helpers import ROOT, cpu_results_file, run_without_gpu
+from tests.helpers import ROOT, cpu_results_file, run_without_gpu, shared_once
 
 H200 = json.loads((ROOT / "results" / "nvidia-h200" / "doctor.json").read_text())["machine"]["gpu"]
 
@@ -190,8 +190,10 @@ def test_example_bad_input():
 def cpu_results(tmp_path_factory):
     """A quick CPU run() saved as a results file (host part and the simulator self-check), in a
     fresh process that sees no GPU: the same on a GPU machine."""
-    root = tmp_path_factory.mktemp("results")
-    cpu_results_file("gpukit.gpu_anatomy.measure:run", [2**16, 3], measure.NAME, root)
+    def make(root):
+        cpu_results_file("gpukit.gpu_anatomy.measure:run", [2**16, 3], measure.NAME, root)
+        return str(root)
+    root = Path(shared_once(tmp_path_factory, "gpu-anatomy-results", make))
     (saved,) = results.load(measure.NAME, root=root).values()
     return root, saved
 

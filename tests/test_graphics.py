@@ -2,6 +2,7 @@
 is exact, energy is bounded, float64 leaks are visible in the compiled code, bad input."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from gpukit import pages
 from gpukit.graphics import empty_scene, final_scene, images_agree, render
 from gpukit.graphics import scene as gscene
 from gpukit.graphics.meta import CPU_ROWS, VARIANTS
-from tests.helpers import assert_one_line_error, run_cli
+from tests.helpers import assert_one_line_error, run_cli, shared_once
 
 #: linear radiance per channel: how far two backends' pixels may be apart (float rounding, FMA)
 ATOL = 1e-3
@@ -270,12 +271,19 @@ def _simulated(width, height, spp, tmp, cpu_tmp):
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
-    from gpukit import proc
-    gpu_root, cpu_root = tmp_path_factory.mktemp("gpu"), tmp_path_factory.mktemp("cpu")
-    got = proc.run_fresh("tests.test_graphics:_simulated", 12, 5, 1, str(gpu_root), str(cpu_root),
-                         timeout=600, env={**proc.NO_GPU, "GPUKIT_RESULTS_DIR": str(gpu_root)})
-    assert "error" not in got, got
-    return got, gpu_root, cpu_root
+    def make(folder):
+        from gpukit import proc
+        gpu_root, cpu_root = folder / "gpu", folder / "cpu"
+        gpu_root.mkdir()
+        cpu_root.mkdir()
+        got = proc.run_fresh("tests.test_graphics:_simulated", 12, 5, 1, str(gpu_root),
+                             str(cpu_root), timeout=600,
+                             env={**proc.NO_GPU, "GPUKIT_RESULTS_DIR": str(gpu_root)})
+        assert "error" not in got, got
+        return {"got": got, "gpu": str(gpu_root), "cpu": str(cpu_root)}
+    # made once for the two slow tests that read it, whichever workers take them
+    made = shared_once(tmp_path_factory, "graphics-simulated", make)
+    return made["got"], Path(made["gpu"]), Path(made["cpu"])
 
 
 @pytest.mark.slow

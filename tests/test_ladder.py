@@ -17,7 +17,7 @@ from gpukit.ladder import levels as L
 from gpukit.ladder import measure as LM
 from gpukit.ladder import views as LV
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, assert_one_line_error, build_cuda_emulator, run_without_gpu
+from tests.helpers import ROOT, assert_one_line_error, build_cuda_emulator, run_without_gpu, shared_once
 
 # 1 x 1; C smaller than a warp; C odd; C one more than a warp; C a multiple of 4 but not of
 # a block's float4 width; and more rows than columns
@@ -246,11 +246,12 @@ int main(int argc, char** argv) {
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    tmp_dir = str(tmp_path_factory.mktemp("ladder-emu"))
-    src = f"{tmp_dir}/harness.cpp"
-    with open(src, "w", encoding="utf-8") as fh:
-        fh.write(HARNESS.replace("LADDER_CU", f'"{L.CU_SOURCE}"'))
-    return build_cuda_emulator(src, tmp_dir)
+    def make(out):
+        src = f"{out}/harness.cpp"
+        with open(src, "w", encoding="utf-8") as fh:
+            fh.write(HARNESS.replace("LADDER_CU", f'"{L.CU_SOURCE}"'))
+        return build_cuda_emulator(src, str(out))
+    return shared_once(tmp_path_factory, "ladder-emulator", make)
 
 
 def _emulate(exe, tmp_path, x, scale, bias, aligned=True):

@@ -22,7 +22,7 @@ from gpukit.matmul import ptxas as mp
 from gpukit.matmul import sanitize as ms
 from gpukit.matmul import views as mv
 from gpukit.verify import Mismatch
-from tests.helpers import ROOT, build_cuda_emulator, cpu_results_file
+from tests.helpers import ROOT, build_cuda_emulator, cpu_results_file, shared_once
 
 SHAPES = [(1, 1, 1), (17, 33, 65), (50, 50, 50)]          # M, N, K
 GPU_SHAPES = [(1, 1, 1), (17, 33, 65), (129, 257, 63), (1000, 1000, 1000)]
@@ -184,8 +184,9 @@ sys.exit(0 if result == nvrtc.nvrtcResult.NVRTC_SUCCESS else 1)
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
-    return build_cuda_emulator(str(ROOT / "tests/cuda_emulator/harness.cpp"),
-                               str(tmp_path_factory.mktemp("emu")))
+    return shared_once(tmp_path_factory, "matmul-emulator",
+                       lambda out: build_cuda_emulator(str(ROOT / "tests/cuda_emulator/harness.cpp"),
+                                                       str(out)))
 
 
 EMU_SHAPES = [(1, 1, 1, False), (17, 33, 65, False), (129, 257, 63, False), (132, 260, 68, True),

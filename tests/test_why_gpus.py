@@ -3,6 +3,7 @@
 import copy
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from gpukit import pages, results
 from gpukit.why_gpus import kernels as xk
 from gpukit.why_gpus import measure as xo
 from gpukit.why_gpus import views as xv
-from tests.helpers import ROOT, assert_one_line_error, cpu_results_file
+from tests.helpers import ROOT, assert_one_line_error, cpu_results_file, shared_once
 
 # 0 and 1; odd; around the SIMD block of 128; not a multiple of the GPU's 256-thread block
 SIZES = [0, 1, 7, 127, 128, 129, 1003]
@@ -141,9 +142,10 @@ def test_crossover_must_hold_up_to_the_largest_size():
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     """A CPU-only run in a fresh process that sees no GPU: the same on a GPU machine."""
-    root = tmp_path_factory.mktemp("results")
-    data = cpu_results_file("gpukit.why_gpus.measure:run", [3200, 3], "why_gpus", root)
-    return data, root
+    made = shared_once(tmp_path_factory, "why-gpus-results", lambda root: {
+        "data": cpu_results_file("gpukit.why_gpus.measure:run", [3200, 3], "why_gpus", root),
+        "root": str(root)})
+    return made["data"], Path(made["root"])
 
 
 def test_quick_run_on_cpu(quick_run):
