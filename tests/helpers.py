@@ -1,6 +1,7 @@
 """Small helpers shared by the tests."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +25,23 @@ def assert_one_line_error(proc, code=2):
     return lines[0]
 
 
+_FRONT_MATTER = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)
+
+
 def page_source(path) -> tuple[dict, str]:
-    """A docs page as MkDocs reads it: its front matter (``page.meta``) and its Markdown."""
-    from mkdocs.utils.meta import get_data
-    markdown, meta = get_data(Path(path).read_text(encoding="utf-8"))
-    return meta, markdown
+    """A docs page as MkDocs reads it: its YAML front matter (``page.meta``) and its Markdown.
+
+    Parsed here with PyYAML, not MkDocs, so that page tests also run where the docs toolchain is
+    not installed (the GPU machine); test_pages checks it agrees with MkDocs on every page.
+    """
+    import yaml
+    text = Path(path).read_text(encoding="utf-8")
+    found = _FRONT_MATTER.match(text)
+    if found:
+        meta = yaml.safe_load(found.group(1))
+        if isinstance(meta, dict):
+            return meta, text[found.end():].lstrip("\n")
+    return {}, text
 
 
 def build_cuda_emulator(source: str, tmp_dir: str) -> str:

@@ -179,6 +179,24 @@ def docs_cards():
             yield page.name, m.group(1), m.group(2)
 
 
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_the_tests_read_a_page_as_mkdocs_does(page):
+    """The page tests read front matter without MkDocs (the GPU machine has none); where MkDocs
+    is installed, what they read must be what the build reads."""
+    get_data = pytest.importorskip("mkdocs.utils.meta").get_data
+    markdown, meta = get_data((ROOT / "docs" / page).read_text(encoding="utf-8"))
+    assert page_source(ROOT / "docs" / page) == (meta, markdown)
+
+
+def test_a_page_without_front_matter_reads_as_it_is(tmp_path):
+    (tmp_path / "a.md").write_text("# A\n\ntext\n")
+    (tmp_path / "b.md").write_text("---\nlearn: [one]\n---\n\n# B\n")
+    (tmp_path / "c.md").write_text("---\n- a list, not a mapping\n---\n# C\n")
+    assert page_source(tmp_path / "a.md") == ({}, "# A\n\ntext\n")
+    assert page_source(tmp_path / "b.md") == ({"learn": ["one"]}, "# B\n")
+    assert page_source(tmp_path / "c.md")[0] == {}
+
+
 #: the chapters a reader goes through, each opening with a card
 def test_every_chapter_has_a_card_under_its_title():
     import importlib.util
@@ -252,8 +270,8 @@ def test_the_build_puts_a_card_together_from_the_front_matter_and_the_takeaways(
 def test_a_card_and_its_front_matter_come_together_or_the_build_fails(meta, marker, error):
     """A card marker without its lines in the front matter, or those lines without a marker,
     stop the build with one error that names the page, before any view is rendered."""
+    hook = _hook()                                        # skips where MkDocs is not installed
     from mkdocs.exceptions import PluginError
-    hook = _hook()
     page = types.SimpleNamespace(file=types.SimpleNamespace(src_uri="demo.md"), meta=meta)
     md = "# Demo\n\n" + ("<!-- data:no_such_data:card -->\n" if marker else "Text.\n")
     with pytest.raises(PluginError, match=re.escape(error)) as caught:
