@@ -98,22 +98,33 @@ def test_check_catches_an_unwritten_element_in_any_chunk():
 # ------------------------------------------------------------------ mistake 1, without a GPU
 
 def test_a_clock_without_sync_misses_asynchronous_work():
-    # A thread stands in for the GPU: the "launch" returns at once, the work takes 250 ms
-    # (with 50 ms, starting the thread once took more than 20 ms on a loaded 2-core machine).
-    worker = {}
+    # A thread stands in for the GPU: started beforehand, it waits for a "launch" (an event
+    # set, which returns at once) and then works for 250 ms; the sync waits for it to finish.
+    # The thread is not started inside the timed launch: on a loaded 2-core machine starting
+    # one once took over 300 ms.
+    go, done = threading.Event(), threading.Event()
+
+    def device():
+        while True:
+            go.wait()
+            go.clear()
+            time.sleep(0.25)
+            done.set()
+
+    threading.Thread(target=device, daemon=True).start()
+    done.set()                                  # nothing queued yet
 
     def launch():
-        worker["t"] = threading.Thread(target=time.sleep, args=(0.25,))
-        worker["t"].start()
+        done.clear()
+        go.set()
 
     def sync():
-        if "t" in worker:
-            worker["t"].join()
+        done.wait(timeout=10)
 
     wrong = timers.time_without_sync(launch)
     sync()
     right = timers.time_with_sync(launch, sync)
-    assert wrong < 0.1 and right >= 0.25
+    assert wrong < 0.1 and right >= 0.25, (wrong, right)
 
 
 def test_single_runs_times_each_call():
