@@ -234,14 +234,71 @@ def _decode_attention_in_interpreter(cases):
                     "err": float((got - ref).abs().max() / ref.abs().max())})
     cfg = Config(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=100)
     m = random_model(cfg, seed=0, dtype=torch.bfloat16, max_context=48)
-    cache = KVCache.empty(cfg, 2, 48, "cpu", torch.bfloat16, fill_seed=1)
-    tokens, pos = torch.tensor([[3], [7]]), torch.tensor([30])
-    a = m(tokens, pos, cache).float()
-    m.fast_decode = True
-    b_ = m(tokens, pos, cache).float()
-    out.append({"case": "model", "finite": bool(torch.isfinite(b_).all()),
-                "err": float((a - b_).abs().max() / a.abs().max())})
+    tokens = torch.tensor([[3], [7]])
+    for p in (30, 0, 47):
+        pos = torch.tensor([p])
+        ref_cache = KVCache.empty(cfg, 2, 48, "cpu", torch.bfloat16, fill_seed=1)
+        cache = KVCache.empty(cfg, 2, 48, "cpu", torch.bfloat16, fill_seed=1)
+        m.fast_decode = False
+        a = m(tokens, pos, ref_cache).float()
+        m.fast_decode = True
+        b_ = m(tokens, pos, cache).float()
+        # the fused kernel wrote the new keys and values where the cache writes put them,
+        # and nothing else
+        slot = ((cache.k - ref_cache.k).abs().amax((0, 1, 2, 4)) + (cache.v - ref_cache.v).abs()
+                .amax((0, 1, 2, 4))).float()
+        out.append({"case": ["model", p], "finite": bool(torch.isfinite(b_).all()),
+                    "err": float((a - b_).abs().max() / a.abs().max()),
+                    "cache_err": float(slot[p] / ref_cache.k.abs().max()),
+                    "others_equal": bool((slot[torch.arange(48) != p] == 0).all())})
     return out
+
+
+def _rope_attention_in_interpreter(cases):
+    """In a child with TRITON_INTERPRET=1: the fused rotation + cache write + attention kernel
+    against the steps it replaces (split_rotate, index_copy, attention over the cache)."""
+    import torch
+
+    from gpukit.llm_inference.attention import rope_decode_attention
+    from gpukit.llm_inference.model import (Config, grouped_attention, rope_tables,
+                                            split_rotate)
+    out = []
+    for b, kv, g, size, pos in cases:
+        cfg = Config(layers=1, hidden=kv * g * 16, heads=kv * g, kv_heads=kv, ffn=32, vocab=10)
+        gen = torch.Generator().manual_seed(size + pos)
+        qkv = torch.randn(b, 1, (kv * g + 2 * kv) * 16, generator=gen).to(torch.bfloat16)
+        k, v = (torch.randn(b, kv, size, 16, generator=gen).to(torch.bfloat16) for _ in "kv")
+        cos, sin = rope_tables(cfg, size + 5, "cpu", torch.bfloat16)
+        p = torch.tensor([pos])
+        # the reference rotates in float32; the kernel rounds to bf16 once, after rotating
+        q1, k1, v1 = (y.transpose(1, 2) for y in split_rotate(qkv.float(), cos[p].float(),
+                                                              sin[p].float(), kv * g, kv))
+        rk, rv = k.float(), v.float()
+        rk.index_copy_(2, p, k1)
+        rv.index_copy_(2, p, v1)
+        ref = grouped_attention(q1, rk, rv, torch.arange(size)[None] <= p)
+        ref = ref.transpose(1, 2).reshape(b, 1, -1)
+        got = rope_decode_attention(qkv, cos, sin, k, v, p, kv * g).float()
+        out.append({"case": [b, kv, g, size, pos], "finite": bool(torch.isfinite(got).all()),
+                    "shape": list(got.shape) == list(ref.shape),
+                    "err": float((got - ref).abs().max() / ref.abs().max()),
+                    "cache_err": float(max((k.float() - rk).abs().max(), (v.float() - rv).abs().max())
+                                       / rk.abs().max())})
+    return out
+
+
+def test_fused_rotation_cache_write_and_attention_match_in_the_interpreter():
+    # the token in the first, a middle and the last chunk; one sequence and several; groups of
+    # 1, 3 and 4 query heads; a cache cut into many chunks
+    cases = [[1, 2, 4, 100, 99], [2, 2, 3, 64, 10], [3, 1, 1, 40, 0], [1, 4, 2, 200, 137],
+             [2, 1, 4, 3000, 2500]]
+    got = run_in_triton_interpreter("tests.test_llm_inference:_rope_attention_in_interpreter",
+                                    cases)
+    assert isinstance(got, list) and len(got) == len(cases), got
+    for r in got:
+        assert r["finite"] and r["shape"], r
+        assert r["err"] < 2e-2, r             # q and k rounded to bf16 move the scores
+        assert r["cache_err"] < 2 ** -8, r    # the rotated key: one bf16 rounding apart
 
 
 def test_split_cache_decode_attention_matches_in_the_interpreter():
@@ -251,10 +308,12 @@ def test_split_cache_decode_attention_matches_in_the_interpreter():
              [1, 1, 2, 3000, 2500]]
     got = run_in_triton_interpreter("tests.test_llm_inference:_decode_attention_in_interpreter",
                                     cases)
-    assert isinstance(got, list) and len(got) == len(cases) + 1, got
+    assert isinstance(got, list) and len(got) == len(cases) + 3, got
     for r in got:
         assert r["finite"], r
         assert r["err"] < 2e-2, r             # bf16 inputs and output
+        if r["case"][0] == "model":
+            assert r["cache_err"] < 1e-2 and r["others_equal"], r
 
 
 def test_kernels_are_sorted_by_what_they_do_in_a_step():
@@ -362,12 +421,41 @@ def test_gpu_split_cache_attention_matches_and_the_benchmark_enables_it():
     # where a fast step's time goes: every kind of kernel found, the products' bytes counted
     from gpukit.llm_inference.measure import decode_inputs, matrix_bytes, step_profile
     p = step_profile(m, decode_inputs(m, 1, 300), {"copy_gbs": 3000.0}, steps=2)
-    assert {"matrix products", "attention", "cache writes"} <= set(p["kinds"]), p
+    # the attention kernel writes the cache: no separate cache-write kernel runs
+    assert {"matrix products", "attention"} <= set(p["kinds"]), p
+    assert "cache writes" not in p["kinds"], p
     assert p["kinds"]["matrix products"]["kernels"] == 4 * 2 + 1, p
     assert p["matrix_bytes"] == matrix_bytes(m) == m.read_bytes(1) - sum(
         t.nbytes for t in [m.norm, m.embed[0]] + [w for L in m.layers
                                                    for w in (L.attn_norm, L.mlp_norm)])
     assert 0 < p["matrix_share_of_copy"] and p["kernel_us"] > p["kinds"]["attention"]["us"]
+
+
+@pytest.mark.gpu
+@torch.inference_mode()
+def test_gpu_fused_decode_at_the_8b_head_shape_equals_recomputing():
+    """The fused rotation + cache write + attention, at 32 query heads of 128 over 8 key/value
+    heads: checked by the benchmark's own gate, then token by token against the separate
+    rotation, cache writes and PyTorch attention, each through its own cache."""
+    from gpukit.llm_inference.measure import enable_fast_decode
+    cfg = Config(layers=2, hidden=4096, heads=32, kv_heads=8, ffn=512, vocab=300)
+    m = random_model(cfg, seed=4, device="cuda", max_context=1100)
+    r = enable_fast_decode(m, batch=3, context=1024)
+    assert r["enabled"] and m.fast_decode, r
+    tokens = _tokens(cfg, (2, 24)).cuda()
+    caches = [KVCache.empty(cfg, 2, 64, "cuda", torch.bfloat16) for _ in range(2)]
+    for fast, cache in zip((False, True), caches):
+        m.fast_decode = fast
+        m(tokens[:, :10], torch.arange(10, device="cuda"), cache, prefill=True)
+    for t in range(10, 24):
+        outs = []
+        for fast, cache in zip((False, True), caches):
+            m.fast_decode = fast
+            outs.append(m(tokens[:, t:t + 1], torch.tensor([t], device="cuda"), cache).float())
+        ref, got = outs
+        assert (got - ref).abs().max() / ref.abs().max() < 2e-2, (t, (got - ref).abs().max())
+    k_ref, k_got = (c.k[:, :, :, :24].float() for c in caches)
+    assert (k_got - k_ref).abs().max() / k_ref.abs().max() < 2 ** -7
 
 
 @pytest.mark.gpu
@@ -425,9 +513,15 @@ def test_step_view_splits_each_step_and_says_what_the_products_take():
     md = views.steps("nvidia-h200", data)
     assert "50.0 % to 75.0 % of a step" in md, md
     bf16 = next(line for line in md.splitlines() if line.startswith("| bf16"))
-    assert "3,000 µs (129)" in bf16 and "90.0 %" in bf16 and "| - |" in bf16, bf16
+    assert "3,000 µs (129)" in bf16 and "90.0 %" in bf16, bf16
     assert "400 µs" in bf16                          # 4 ms step, 3,600 µs in kernels
     assert "int8" not in md
+    assert "cache writes" not in md                  # no step has them apart: no column
+    data["gpu"]["step_profile"]["int4"]["kinds"]["cache writes"] = {"us": 50.0, "kernels": 64}
+    md = views.steps("nvidia-h200", data)
+    bf16 = next(line for line in md.splitlines() if line.startswith("| bf16"))
+    int4 = next(line for line in md.splitlines() if line.startswith("| int4"))
+    assert "| cache writes |" in md and "| - |" in bf16 and "| 50 µs (64) |" in int4, md
     with pytest.raises(pages.NotRecorded):
         views.steps("nvidia-h200", {"gpu": {"decode": [], "step_profile": {}}})
 

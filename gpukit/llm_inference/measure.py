@@ -133,33 +133,42 @@ def peak_memory(model, batch, context) -> dict:
 
 
 def enable_fast_decode(model, batch: int = 2, context: int = 300) -> dict:
-    """Switch ``model`` to the split-cache Triton attention for decoding if it matches
-    PyTorch's attention (in float32) on random queries over a partly filled cache; what was
-    compared, and the verdict."""
+    """Switch ``model`` to the fused Triton kernels of .attention for decoding (rotation,
+    cache write and split-cache attention in one) if, on a random projection over a partly
+    filled cache, they match the steps they replace computed in float32 (rotation, cache
+    write, PyTorch's attention) and write the cache where those do; what was compared, and
+    the verdict."""
     import torch
-    from .attention import decode_attention
-    from .model import grouped_attention
+    from .attention import rope_decode_attention
+    from .model import grouped_attention, split_rotate
     cfg, dev = model.cfg, model.device
     d = cfg.head_dim
     model.fast_decode = False
     if not (dev.type == "cuda" and model.dtype == torch.bfloat16 and d >= 16 and d & (d - 1) == 0):
         return {"enabled": False, "error": "needs a GPU, bf16 and a power-of-two head size >= 16"}
     g = torch.Generator(device=dev).manual_seed(SEED + 11)
-    q = torch.randn(batch, cfg.heads, 1, d, device=dev, generator=g).to(model.dtype)
+    qkv = torch.randn(batch, 1, cfg.qkv_rows, device=dev, generator=g).to(model.dtype)
     k, v = (torch.randn(batch, cfg.kv_heads, context, d, device=dev, generator=g)
             .to(model.dtype) for _ in range(2))
     pos = torch.tensor([context - 37 if context > 40 else context - 1], device=dev)
+    cos, sin = model.cos[pos].float(), model.sin[pos].float()
+    q1, k1, v1 = (y.transpose(1, 2) for y in split_rotate(qkv.float(), cos, sin, cfg.heads,
+                                                          cfg.kv_heads))
+    rk, rv = k.float().index_copy_(2, pos, k1), v.float().index_copy_(2, pos, v1)
     mask = torch.arange(context, device=dev)[None, :] <= pos[:, None]
-    ref = grouped_attention(q.float(), k.float(), v.float(), mask)
+    ref = grouped_attention(q1, rk, rv, mask).transpose(1, 2).reshape(batch, 1, -1)
     try:
-        got = decode_attention(q, k, v, pos).float()
+        got = rope_decode_attention(qkv, model.cos, model.sin, k, v, pos, cfg.heads).float()
     except Exception as exc:
         return {"enabled": False, "error": f"{type(exc).__name__}: {exc}"}
     err = ((got - ref).abs().max() / ref.abs().max()).item()
-    ok = bool(torch.isfinite(got).all()) and err < 2e-2
+    cache_err = (max((k.float() - rk).abs().max(), (v.float() - rv).abs().max())
+                 / rk.abs().max()).item()
+    ok = (bool(torch.isfinite(got).all()) and got.shape == ref.shape and err < 2e-2
+          and cache_err < 2 ** -8)
     model.fast_decode = ok
-    return {"enabled": ok, "max_rel_err_vs_float32": err, "batch": batch, "context": context,
-            "matvec": enable_fast_matvec(model)}
+    return {"enabled": ok, "max_rel_err_vs_float32": err, "cache_max_rel_err": cache_err,
+            "batch": batch, "context": context, "matvec": enable_fast_matvec(model)}
 
 
 def enable_fast_matvec(model, shape=(1000, 520)) -> dict:

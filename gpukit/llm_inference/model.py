@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
-from .attention import decode_attention
+from .attention import rope_decode_attention
 from .matvec import matvec
 
 
@@ -228,7 +228,8 @@ class Model:
     max_context: int
     cos: torch.Tensor = field(repr=False, default=None)
     sin: torch.Tensor = field(repr=False, default=None)
-    #: decode attention by the split-cache Triton kernels of .attention (a GPU, bf16)
+    #: one token's rotation, cache write and attention by the split-cache Triton kernels of
+    #: .attention (a GPU, bf16)
     fast_decode: bool = False
     #: one token's bf16 matrix products by the Triton kernel of .matvec (a GPU)
     fast_matvec: bool = False
@@ -287,25 +288,29 @@ class Model:
         cfg, s = self.cfg, self.steps
         b, t = tokens.shape
         x = self.embed[tokens]
-        cos, sin = self.cos[pos], self.sin[pos]
-        mask = None if prefill else cache.slots[None, :] <= pos[:, None]  # [T, size]
+        fused = t == 1 and self.fast_decode and not prefill
+        cos, sin = (None, None) if fused else (self.cos[pos], self.sin[pos])
+        mask = None if prefill or fused else cache.slots[None, :] <= pos[:, None]  # [T, size]
         delta = torch.zeros_like(x)
         fast = self.fast_matvec and not prefill
         for i, L in enumerate(self.layers):
             x, h = s["add_norm"](x, delta, L.attn_norm, cfg.norm_eps)
             qkv = linear(h, L.wqkv, fast)
-            q, k, v = s["split_rotate"](qkv, cos, sin, cfg.heads, cfg.kv_heads)
-            q, k, v = (y.transpose(1, 2) for y in (q, k, v))     # [b, heads, t, d]
-            cache.k[i].index_copy_(2, pos, k)
-            cache.v[i].index_copy_(2, pos, v)
-            if prefill:
-                a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                   enable_gqa=True)
-            elif t == 1 and self.fast_decode:
-                a = decode_attention(q, cache.k[i], cache.v[i], pos)
+            if fused:
+                # one Triton kernel rotates q and k, writes k and v to the cache, attends
+                a = rope_decode_attention(qkv, self.cos, self.sin, cache.k[i], cache.v[i],
+                                          pos, cfg.heads)
             else:
-                a = grouped_attention(q, cache.k[i], cache.v[i], mask)
-            a = a.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim)
+                q, k, v = s["split_rotate"](qkv, cos, sin, cfg.heads, cfg.kv_heads)
+                q, k, v = (y.transpose(1, 2) for y in (q, k, v))     # [b, heads, t, d]
+                cache.k[i].index_copy_(2, pos, k)
+                cache.v[i].index_copy_(2, pos, v)
+                if prefill:
+                    a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                       enable_gqa=True)
+                else:
+                    a = grouped_attention(q, cache.k[i], cache.v[i], mask)
+                a = a.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim)
             x, h = s["add_norm"](x, linear(a, L.wo, fast), L.mlp_norm, cfg.norm_eps)
             delta = linear(s["swiglu"](linear(h, L.w13, fast)), L.w2, fast)
         x = s["rms_norm"](x[:, -1:] + delta[:, -1:], self.norm, cfg.norm_eps)
