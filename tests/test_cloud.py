@@ -585,6 +585,31 @@ def test_decode_speed_uses_the_recorded_efficiency_on_that_gpu_only(tmp_path):
         advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 1, 128, efficiency=-1, root=root)
 
 
+def test_decode_speed_uses_the_share_measured_for_that_precision_and_batch(tmp_path):
+    root = _record(tmp_path)
+    rows = [{"variant": "compile", "precision": p, "batch": b, "share_of_copy": s, "context": 1024,
+             "tokens_per_s": 1.0} for p, b, s in (("bf16", 1, 0.8), ("bf16", 16, 0.6),
+                                                   ("int4", 1, 0.25))]
+    rows.append({"variant": "graph", "precision": "bf16", "batch": 4, "share_of_copy": 0.1})
+    (root / "nvidia-h200" / "llm_inference.json").write_text(json.dumps({
+        "machine": {"gpu": {"name": "NVIDIA H200"}},
+        "gpu": {"best_variant": "compile", "decode": rows[:2] + rows[3:], "quant": rows[2:3],
+                "ceilings": {"copy_gbs": 4000.0}, "decode_efficiency": 0.8}}))
+    m = machines.measurements(root)["h200-sxm"]
+    assert m.decode_shares == {"bf16": {1: 0.8, 16: 0.6}, "int4": {1: 0.25}}   # graph row: not the best
+    assert m.decode_copy_gbs == 4000.0
+    read = read8(4) + KV_TOKEN * 2048 * 4
+    got = advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 4, 2048, root=root)
+    assert got == pytest.approx(4 * 4000e9 * 0.7 / read)       # halfway from batch 1 to 16
+    int4 = advisor.decode_tokens_per_s("llama-3.1-8b", "h200-sxm", 1, 2048, "int4", root=root)
+    w = Workload.from_preset("llama-3.1-8b", precision="int4", task="inference", seq=2048, batch=1)
+    assert int4 == pytest.approx(4000e9 * 0.25 / advisor.decode_step(w)[0])
+    _, bw16, _ = machines.efficiencies(data.gpu("h200-sxm"), "bf16", {"h200-sxm": m}, 16)
+    _, bw4, _ = machines.efficiencies(data.gpu("h200-sxm"), "int4", {"h200-sxm": m}, 1)
+    peak = data.gpu("h200-sxm")["bandwidth_gbs"]
+    assert bw16 == pytest.approx(4000 / peak * 0.6) and bw4 == pytest.approx(4000 / peak * 0.25)
+
+
 def test_a_malformed_record_is_ignored(tmp_path):
     root = _record(tmp_path, efficiency="fast", rows=[{"model": "llama-3.1-8b"}])
     m = machines.measurements(root)["h200-sxm"]

@@ -472,7 +472,19 @@ def test_gpu_decoding_with_the_cache_equals_recomputing():
     assert torch.allclose(out, full, rtol=1e-3, atol=1e-4), (out - full).abs().max()
 
 
-def test_the_advisor_check_that_sets_its_efficiency_is_not_counted():
+def test_decode_share_interpolates_in_log_batch_and_says_how():
+    from gpukit.cloud import machines as advisor_meta
+    t = {"bf16": {1: 0.8, 16: 0.6, 256: 0.7}, "int4": {1: 0.3}}
+    assert advisor_meta.decode_share(t, "bf16", 16) == (0.6, "measured at batch 16")
+    share, how = advisor_meta.decode_share(t, "bf16", 4)     # log2: halfway from 1 to 16
+    assert share == pytest.approx(0.7) and how == "between batches 1 and 16"
+    assert advisor_meta.decode_share(t, "bf16", 512) == (0.7, "from batch 256")
+    assert advisor_meta.decode_share(t, "int4", 8) == (0.3, "from batch 1")
+    assert advisor_meta.decode_share(t, "int8", 1) == (0.8, "bf16's, measured at batch 1")
+    assert advisor_meta.decode_share({}, "bf16", 1) == (None, "no measurement")
+
+
+def test_each_advisor_check_leaves_its_own_measurement_out():
     import copy
     import json
 
@@ -480,18 +492,29 @@ def test_the_advisor_check_that_sets_its_efficiency_is_not_counted():
     from gpukit.llm_inference import views
     from tests.helpers import ROOT
     data = json.loads((ROOT / "results" / "nvidia-h200" / "llm_inference.json").read_text())
-    g = data["gpu"]
-    g["advisor_check"] = [
-        {"precision": "bf16", "batch": 1, "measured_tokens_per_s": 100.0, "advise_tokens_per_s": 300.0,
-         "measured_peak_bytes": 1e9, "advise_memory_bytes": 1e9},
-        *({"precision": "bf16", "batch": b, "measured_tokens_per_s": 100.0,
-           "advise_tokens_per_s": 105.0, "measured_peak_bytes": 1e9,
-           "advise_memory_bytes": 1.01e9} for b in (8, 32, 256))]
-    found = {t.name: t for t in pages.TARGETS["llm_inference"](pages.Record(copy.deepcopy(data)))}
-    dec = next(t for n, t in found.items() if "decode, 3 configurations besides" in n)
-    assert dec.met is True and dec.value == "worst 5.0%"
-    text = views.advisor("nvidia-h200", pages.Record(data))
-    assert "| +200.0 % * |" in text and text.count(" * |") == 1
+
+    def checks(d):
+        return {(c["precision"], c["batch"]): c for c in views.advisor_checks(d)}
+    before = checks(data)
+    assert {("bf16", 8), ("bf16", 32), ("bf16", 128)} <= set(before)
+    changed = copy.deepcopy(data)
+    r32 = next(r for r in changed["gpu"]["decode"] if r["batch"] == 32
+               and r["variant"] == changed["gpu"]["best_variant"])
+    r32["share_of_copy"] *= 0.5
+    r32["tokens_per_s"] *= 0.5
+    after = checks(changed)
+    est = {k: (before[k]["estimate_tokens_per_s"], after[k]["estimate_tokens_per_s"]) for k in before}
+    assert est[("bf16", 32)][0] == pytest.approx(est[("bf16", 32)][1])   # its own: left out
+    assert est[("bf16", 8)][1] < est[("bf16", 8)][0]                      # its neighbours: used
+    assert est[("bf16", 128)][1] < est[("bf16", 128)][0]
+    assert est[("bf16", 1)][0] == pytest.approx(est[("bf16", 1)][1])     # from batch 8
+    assert after[("bf16", 32)]["basis"] == "between batches 8 and 128"
+    # the target counts the rows between two measured batches: batch 32 is now 2x off
+    dec = next(t for t in views.targets(pages.Record(changed)) if "advise` decode" in t.name)
+    assert dec.met is False and "3 configurations between" in dec.name, dec
+    assert float(dec.value.split()[1].rstrip("%")) > 90, dec
+    text = views.advisor("nvidia-h200", pages.Record(changed))
+    assert "| bf16 | 32 |" in text and "between batches 8 and 128 |" in text
 
 
 def test_step_view_splits_each_step_and_says_what_the_products_take():

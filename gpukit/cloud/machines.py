@@ -26,9 +26,11 @@ instance holds the workload.
 
 # The fit, the speed model and the ranking live in gpukit.cloud.meta, where the views read them.
 from .meta import (CHECK_FIELDS, DEFAULT_EFFICIENCY, MAX_GPUS, Measured, Option, WANT,
-                   compare_records, describe_measurements, efficiencies, gpu_row, measurements,
-                   options, peak_key, ranked, refusal)
+                   compare_records, decode_share, decode_shares, describe_measurements,
+                   efficiencies, gpu_row, held_out, measurements, options, peak_key, ranked,
+                   record_checks, refusal)
 
 __all__ = ["CHECK_FIELDS", "DEFAULT_EFFICIENCY", "MAX_GPUS", "Measured", "Option", "WANT",
-           "compare_records", "describe_measurements", "efficiencies", "gpu_row", "measurements",
-           "options", "peak_key", "ranked", "refusal"]
+           "compare_records", "decode_share", "decode_shares", "describe_measurements",
+           "efficiencies", "gpu_row", "held_out", "measurements", "options", "peak_key", "ranked",
+           "record_checks", "refusal"]

@@ -497,6 +497,54 @@ def decode_rate(w: Workload, bandwidth_gbs: float, peak_tflops: float | None,
     return w.batch / seconds
 
 
+def decode_shares(part: dict) -> dict[str, dict[int, float]]:
+    """Share of the copy bandwidth at which decode read its bytes, by precision and batch: the
+    rows of one ``llm_inference.json`` (its part ``gpu``) launched the fastest way measured at
+    every batch (``best_variant``). Malformed rows are skipped."""
+    best = part.get("best_variant")
+    out: dict[str, dict[int, float]] = {}
+    for r in (part.get("decode") or []) + (part.get("quant") or []):
+        if not isinstance(r, dict) or r.get("variant") != best:
+            continue
+        prec, b, share = r.get("precision"), r.get("batch"), r.get("share_of_copy")
+        if (isinstance(prec, str) and isinstance(b, int) and not isinstance(b, bool) and b > 0
+                and isinstance(share, (int, float)) and not isinstance(share, bool)
+                and 0 < share <= 1.5):
+            out.setdefault(prec, {})[b] = float(share)
+    return out
+
+
+def decode_share(shares: dict, precision: str, batch: int) -> tuple[float | None, str]:
+    """The share of the copy bandwidth to assume for decoding ``batch`` sequences in
+    ``precision``, from a table of measured shares (:func:`decode_shares`), and how it was found:
+    measured at that batch; between two measured batches (straight line in log2 of the batch);
+    the nearest measured batch beyond the measured range; a precision with no measurement of its
+    own takes bf16's. ``(None, ...)`` for an empty table."""
+    own = shares.get(precision)
+    table, whose = (own, "") if own else (shares.get("bf16"), "bf16's, ")
+    if not table:
+        return None, "no measurement"
+    bs = sorted(table)
+    if batch in table:
+        return table[batch], f"{whose}measured at batch {batch}"
+    if batch < bs[0] or batch > bs[-1]:
+        near = bs[0] if batch < bs[0] else bs[-1]
+        return table[near], f"{whose}from batch {near}"
+    lo = max(b for b in bs if b < batch)
+    hi = min(b for b in bs if b > batch)
+    t = (math.log2(batch) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    return table[lo] + t * (table[hi] - table[lo]), f"{whose}between batches {lo} and {hi}"
+
+
+def _decode_efficiency(m: "Measured | None", precision: str, batch: int) -> float | None:
+    """What a record says about decoding ``batch`` sequences in ``precision`` on its GPU: the
+    share of :func:`decode_share`, else the one recorded ``decode_efficiency``."""
+    if not m:
+        return None
+    share, _ = decode_share(m.decode_shares, precision, batch)
+    return share or m.decode_efficiency
+
+
 def decode_tokens_per_s(model: str, gpu: str, batch: int, context: int, precision: str = "bf16",
                         efficiency: float | None = None, *, bandwidth_gbs: float | None = None,
                         root: str | Path | None = None) -> float:
@@ -505,9 +553,11 @@ def decode_tokens_per_s(model: str, gpu: str, batch: int, context: int, precisio
     at ``batch`` sequences and ``context`` tokens of KV cache, weights in ``precision``.
 
     ``bandwidth_gbs`` (default: the copy bandwidth measured under ``root``, else the data
-    sheet's peak) times ``efficiency`` (default: the ``decode_efficiency`` recorded for that GPU
-    in ``llm_inference.json`` under ``root``, else 1) is the rate bytes are read at; the compute
-    roof uses the measured matmul efficiency, else :data:`DEFAULT_EFFICIENCY`."""
+    sheet's peak) times ``efficiency`` is the rate bytes are read at. ``efficiency`` defaults to
+    the share of the copy bandwidth that GPU's ``llm_inference.json`` under ``root`` measured for
+    this precision and batch (:func:`decode_share`: between measured batches, a straight line),
+    else its recorded ``decode_efficiency``, else 1. The compute roof uses the measured matmul
+    efficiency, else :data:`DEFAULT_EFFICIENCY`."""
     g = gpu_row(gpu)
     if g is None:
         raise AdviceError(f"unknown GPU {shown(gpu)}: give a key of gpukit/data/gpus.yaml or the name the "
@@ -519,11 +569,11 @@ def decode_tokens_per_s(model: str, gpu: str, batch: int, context: int, precisio
     w = Workload.from_preset(model, precision=precision, task="inference", seq=context, batch=batch)
     meas = measurements(root).get(g["key"])
     if bandwidth_gbs is None:
-        bandwidth_gbs = (meas.copy_gbs if meas and meas.copy_gbs else None) or g.get("bandwidth_gbs")
+        bandwidth_gbs = ((meas.decode_copy_gbs or meas.copy_gbs) if meas else None) or g.get("bandwidth_gbs")
     if not bandwidth_gbs:
         raise AdviceError(f"no memory bandwidth is known for {g['name']}")
     if efficiency is None:
-        efficiency = meas.decode_efficiency if meas and meas.decode_efficiency else 1.0
+        efficiency = _decode_efficiency(meas, w.precision, batch) or 1.0
     compute, _, _ = efficiencies(g, precision if precision in WANT else "bf16",
                                  {g["key"]: meas} if meas else {})
     return decode_rate(w, bandwidth_gbs * efficiency, g.get(peak_key(w.precision)), compute)
@@ -546,6 +596,9 @@ class Measured:
     decode_efficiency: float | None = None       # from llm_inference.json
     advisor_check: list = field(default_factory=list)
     llm_path: str | None = None
+    #: precision -> batch -> share of the copy bandwidth decode read at (llm_inference.json)
+    decode_shares: dict = field(default_factory=dict)
+    decode_copy_gbs: float | None = None         # the copy bandwidth those shares are of
 
 
 @dataclass
@@ -647,27 +700,51 @@ def _read_llm(m: Measured, doc: dict, where: str) -> None:
     eff = part.get("decode_efficiency")
     if isinstance(eff, (int, float)) and not isinstance(eff, bool) and 0 < eff <= 1.5:
         m.decode_efficiency = float(eff)
-    rows = part.get("advisor_check") or []
+    m.decode_shares = decode_shares(part)
+    copy = (part.get("ceilings") or {}).get("copy_gbs") if isinstance(part.get("ceilings"), dict) else None
+    if isinstance(copy, (int, float)) and not isinstance(copy, bool) and copy > 0:
+        m.decode_copy_gbs = float(copy)
+    rows = _measured_configurations(doc, part) or part.get("advisor_check") or []
     good = [r for r in rows if isinstance(r, dict) and all(
         isinstance(r.get(k), t) and not isinstance(r.get(k), bool) for k, t in CHECK_FIELDS.items())]
-    if good or m.decode_efficiency:
+    if good or m.decode_efficiency or m.decode_shares:
         m.advisor_check, m.llm_path = good, where
 
 
-def efficiencies(g: dict, precision: str, meas: dict[str, Measured]) -> tuple[float, float, bool]:
+def _measured_configurations(doc: dict, part: dict) -> list[dict]:
+    """Every configuration a record measured both the decode speed (fastest launch) and the
+    peak memory of, in the fields of an ``advisor_check`` row."""
+    model = part.get("model")
+    mem = {(r.get("precision"), r.get("batch")): r for r in part.get("memory") or []
+           if isinstance(r, dict)}
+    out = []
+    for r in (part.get("decode") or []) + (part.get("quant") or []):
+        if not isinstance(r, dict) or r.get("variant") != part.get("best_variant"):
+            continue
+        peak = mem.get((r.get("precision"), r.get("batch")), {}).get("peak_bytes")
+        if model and peak and r.get("context") == mem[(r["precision"], r["batch"])].get("context"):
+            out.append({"model": model, "batch": r["batch"], "context": r["context"],
+                        "precision": r["precision"], "measured_tokens_per_s": r.get("tokens_per_s"),
+                        "measured_peak_bytes": peak})
+    return out
+
+
+def efficiencies(g: dict, precision: str, meas: dict[str, Measured],
+                 batch: int = 1) -> tuple[float, float, bool]:
     """(compute fraction of dense peak, bandwidth fraction of peak, measured?) for GPU row ``g``:
-    the bandwidth fraction is the copy bandwidth over the peak, times the decode efficiency where
-    an ``llm_inference`` record has one."""
+    the bandwidth fraction is the copy bandwidth over the peak, times the decode efficiency of
+    ``precision`` at ``batch`` where an ``llm_inference`` record has one."""
     m = meas.get(g["key"])
     compute, bandwidth, measured = DEFAULT_EFFICIENCY, 1.0, False
     prec = precision if precision in WANT else "bf16"
     peak = g.get(peak_key(prec))
     if m and peak and m.tflops.get(prec):
         compute, measured = m.tflops[prec] / peak, True
-    if m and m.copy_gbs and g.get("bandwidth_gbs"):
-        bandwidth, measured = m.copy_gbs / g["bandwidth_gbs"], True
-    if m and m.decode_efficiency:
-        bandwidth, measured = bandwidth * m.decode_efficiency, True
+    if m and (m.decode_copy_gbs or m.copy_gbs) and g.get("bandwidth_gbs"):
+        bandwidth, measured = (m.decode_copy_gbs or m.copy_gbs) / g["bandwidth_gbs"], True
+    decode = _decode_efficiency(m, precision, batch)
+    if decode:
+        bandwidth, measured = bandwidth * decode, True
     return compute, bandwidth, measured
 
 
@@ -684,8 +761,16 @@ def describe_measurements(precision: str, meas: dict[str, Measured]) -> list[str
         if m.copy_gbs and g.get("bandwidth_gbs"):
             parts.append(f"copy {m.copy_gbs:,.0f} GB/s = {m.copy_gbs / g['bandwidth_gbs']:.0%} of peak bandwidth")
         where = m.path
-        if m.decode_efficiency:
+        if m.decode_shares:
+            spans = []
+            for p, t in sorted(m.decode_shares.items()):
+                lo, hi = min(t.values()), max(t.values())
+                spans.append(f"{p} {lo:.0%}" if len(t) == 1 or f"{lo:.0%}" == f"{hi:.0%}"
+                             else f"{p} {lo:.0%} to {hi:.0%} (batch {min(t)} to {max(t)})")
+            parts.append("decode reads at these shares of the copy bandwidth: " + ", ".join(spans))
+        elif m.decode_efficiency:
             parts.append(f"decode reads at {m.decode_efficiency:.0%} of the copy bandwidth")
+        if m.decode_shares or m.decode_efficiency:
             where = f"{m.path}, {m.llm_path}" if m.llm_path != m.path else m.path
         if parts:
             lines.append(f"{m.device}: " + ", ".join(parts) + f" ({where})")
@@ -711,7 +796,7 @@ def _speed(o: Option, g: dict | None, e: Estimate, flops: float | None, meas: di
         if fraction < 1:
             o.note = "fractional GPU: no speed estimate"
         return
-    compute, bandwidth, o.measured = efficiencies(g, w.precision, meas)
+    compute, bandwidth, o.measured = efficiencies(g, w.precision, meas, w.batch)
     peak = g.get(peak_key(w.precision))
     n = o.count
     if w.task == "inference":
@@ -795,14 +880,42 @@ def ranked(opts: list[Option], kind: str) -> tuple[list[Option], list[Option]]:
     return priced, unpriced
 
 
+def record_checks(doc: dict, where: str = "") -> list[dict]:
+    """:func:`compare_records` for one ``llm_inference`` record (a parsed results file), on the
+    GPU it names; [] where the GPU or the measurements are missing."""
+    try:
+        device = doc["machine"]["gpu"]["name"]
+    except (KeyError, TypeError):
+        return []
+    g = _gpu_for(device)
+    if not g:
+        return []
+    m = Measured(g["key"], device, where)
+    _read_llm(m, doc, where)
+    return compare_records({g["key"]: m})
+
+
+def held_out(m: Measured, precision: str, batch: int) -> tuple[float, str]:
+    """The decode efficiency the advisor would use for ``precision`` at ``batch`` on ``m``'s GPU
+    had that configuration not been measured (its own share left out of the table), and how it
+    was found: so that a check against that measurement tests the estimate, not its input."""
+    rest = {p: {b: v for b, v in t.items() if (p, b) != (precision, batch)}
+            for p, t in m.decode_shares.items()}
+    share, basis = decode_share({p: t for p, t in rest.items() if t}, precision, batch)
+    if share:
+        return share, basis
+    return m.decode_efficiency or 1.0, "the one recorded efficiency"
+
+
 def compare_records(meas: dict[str, Measured], model: str | None = None,
                     precision: str | None = None) -> list[dict]:
-    """Every recorded ``advisor_check`` row (of ``model`` and ``precision`` where given) beside
-    the advisor's estimate for the same GPU, batch and context, recomputed now with that GPU's
-    measured copy bandwidth and decode efficiency. The memory estimate is that of one decode step
-    over a full cache (how the language-model chapter measures its peak), unless the row adds
-    ``prefill`` (tokens per sequence in the run's largest forward pass) and ``all_logits`` (that
-    pass kept every position's logits)."""
+    """Every measured configuration of a record (of ``model`` and ``precision`` where given)
+    beside the advisor's estimate for the same GPU, batch and context, recomputed now with that
+    GPU's measured copy bandwidth and the decode efficiency :func:`held_out` gives (``basis``
+    says how). The memory estimate is that of one decode step over a full cache (how the
+    language-model chapter measures its peak), unless the row adds ``prefill`` (tokens per
+    sequence in the run's largest forward pass) and ``all_logits`` (that pass kept every
+    position's logits)."""
     out = []
     for key, m in sorted(meas.items()):
         g = data.gpu(key)
@@ -810,10 +923,11 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
             name, prec = str(row["model"]).strip().lower(), str(row["precision"]).strip().lower()
             if (model and name != model) or (precision and prec != precision):
                 continue
+            eff, basis = held_out(m, prec, row["batch"])
             try:
                 tps = decode_tokens_per_s(name, key, row["batch"], row["context"], prec,
-                                          efficiency=m.decode_efficiency or 1.0,
-                                          bandwidth_gbs=m.copy_gbs or g.get("bandwidth_gbs"))
+                                          efficiency=eff, bandwidth_gbs=m.decode_copy_gbs
+                                          or m.copy_gbs or g.get("bandwidth_gbs"))
                 prefill = row.get("prefill") if isinstance(row.get("prefill"), int) else 1
                 mem = inference_memory(name, row["batch"], row["context"], prec, prefill=prefill,
                                        all_logits=row.get("all_logits") is True)
@@ -822,7 +936,7 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
             out.append({"gpu": m.device, "model": name, "precision": prec, "batch": row["batch"],
                         "context": row["context"], "measured_tokens_per_s": float(row["measured_tokens_per_s"]),
                         "estimate_tokens_per_s": tps, "measured_peak_bytes": int(row["measured_peak_bytes"]),
-                        "estimate_memory_bytes": mem, "record": m.llm_path})
+                        "estimate_memory_bytes": mem, "record": m.llm_path, "basis": basis})
     return out
 
 
@@ -905,11 +1019,13 @@ def report(w: Workload, flops: float | None = None, top: int = 10, root=None, ne
     checks = measured_checks(w, meas)
     if checks:
         lines += ["", "Measured by this project against this estimate (same model, precision and GPU; the "
-                      "estimate recomputed now, its memory for one decode step over a full cache):"]
-        lines.append(table(["GPU", "batch", "context", "measured tok/s", "estimate tok/s", "measured peak GiB",
-                            "estimate GiB", "record"],
+                      "estimate recomputed now, its memory for one decode step over a full cache, its "
+                      "speed without that measurement: the efficiency from the others):"]
+        lines.append(table(["GPU", "batch", "context", "measured tok/s", "estimate tok/s", "efficiency from",
+                            "measured peak GiB", "estimate GiB", "record"],
                            [[c["gpu"], c["batch"], c["context"], _tps(c["measured_tokens_per_s"]),
-                             _tps(c["estimate_tokens_per_s"]), f"{c['measured_peak_bytes'] / GIB:,.2f}",
+                             _tps(c["estimate_tokens_per_s"]), c.get("basis", "-"),
+                             f"{c['measured_peak_bytes'] / GIB:,.2f}",
                              f"{c['estimate_memory_bytes'] / GIB:,.2f}", c["record"]] for c in checks]))
     doc = {"workload": dict(vars(w)),
            "terms": [{"name": t.name, "formula": t.formula, "gib": t.gib} for t in e.terms],

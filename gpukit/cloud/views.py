@@ -353,7 +353,7 @@ def assumptions() -> str:
 def advisor_check() -> str:
     """The advisor beside what this project measured running a language model (if recorded)."""
     header = ["GPU", "model, weights", "batch x context", "tok/s measured", "advisor",
-              "peak GiB measured", "advisor"]
+              "its efficiency from", "peak GiB measured", "advisor"]
     rows = meta.compare_records(meta.measurements())
     if not rows:
         return (table(header, [["no run recorded yet"] + ["-"] * (len(header) - 1)], "l" * len(header))
@@ -367,12 +367,13 @@ def advisor_check() -> str:
     body = [[r["gpu"], f"`{r['model']}` {r['precision']}", f"{r['batch']} x {_num(r['context'])}",
              _num(r["measured_tokens_per_s"]),
              f"{_num(r['estimate_tokens_per_s'])} ({diff(r['estimate_tokens_per_s'], r['measured_tokens_per_s'])})",
-             f"{r['measured_peak_bytes'] / GIB:,.2f}",
+             r.get("basis", "-"), f"{r['measured_peak_bytes'] / GIB:,.2f}",
              f"{r['estimate_memory_bytes'] / GIB:,.2f} "
              f"({diff(r['estimate_memory_bytes'], r['measured_peak_bytes'])})"]
             for r in rows]
-    return (table(header, body, "lllrrrr")
-            + "\n\n<small>In brackets: how far the advisor is from the measurement.</small>")
+    return (table(header, body, "lllrrlrr")
+            + "\n\n<small>In brackets: how far the advisor is from the measurement. Each speed "
+              "estimate leaves that row's own measurement out of the efficiencies it uses.</small>")
 
 
 #: Published rules of thumb the advisor is checked against (tests/test_cloud.py holds it to 10 %).

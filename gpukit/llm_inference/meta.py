@@ -40,3 +40,11 @@ def crossover_batch(weight_bytes: float, kv_bytes_per_seq: float, flops_per_toke
     if slope <= 0:
         return None
     return weight_bytes / copy_bps / slope
+
+
+def advisor_checks(data: dict) -> list[dict]:
+    """Every configuration a record measured (speed and peak memory) beside ``gpukit advise``'s
+    estimates, recomputed from the record by the advisor's code: each decode estimate uses the
+    efficiencies measured at the other configurations, its own left out."""
+    from ..cloud import machines
+    return machines.record_checks(data)

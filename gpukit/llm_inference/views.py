@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_pct, fmt_ratio, fmt_time, table
 
-from .meta import (NAME, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
+from .meta import (NAME, advisor_checks, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
                    TARGET_INT4_SPEEDUP, TARGET_INT8_SPEEDUP, TARGET_PREFILL_SHARE,
                    VARIANT_LABELS)
 
@@ -248,29 +248,26 @@ def quant(slug: str, data: dict) -> str:
                         + ["logits error", "same top token"], rows)
 
 
-def sets_efficiency(c: dict) -> bool:
-    """The check whose measurement sets the advisor's decode efficiency for this GPU (the
-    recorded ``decode_efficiency`` is batch-1 bf16's share of the copy bandwidth): its
-    estimate equals the measurement by construction, so it tests nothing."""
-    return c["precision"] == "bf16" and c["batch"] == 1
+def interpolated(c: dict) -> bool:
+    """A check whose efficiency lies between two other measured batches of its precision: the
+    use the advisor is built for (ends and unmeasured precisions are extrapolations)."""
+    return c["basis"].startswith("between")
 
 
 @pages.renderer(NAME, "advisor")
 def advisor(slug: str, data: dict) -> str:
-    g = _gpu(data)
     rows = []
-    for c in g.get("advisor_check", []):
-        adv = c.get("advise_tokens_per_s")
-        gap = "-" if not adv else f"{100 * (adv / c['measured_tokens_per_s'] - 1):+.1f} %"
+    for c in advisor_checks(data):
+        adv = c["estimate_tokens_per_s"]
         rows.append([c["precision"], str(c["batch"]), fmt_num(c["measured_tokens_per_s"], 1),
-                     fmt_num(adv, 1), gap + (" *" if adv and sets_efficiency(c) else "")])
+                     fmt_num(adv, 1), f"{100 * (adv / c['measured_tokens_per_s'] - 1):+.1f} %",
+                     c["basis"]])
     if not rows:
         raise pages.NotRecorded("advisor_check")
-    return (table(["precision", "batch", "measured tokens/s", "`gpukit advise` tokens/s",
-                   "advise vs measured"], rows)
-            + "\n\n\\* This measurement sets the efficiency the advisor uses for this GPU (its "
-              "share of the copy bandwidth), so the two agree by construction; the other rows "
-              "test the estimate.")
+    return ("Each estimate leaves its own measurement out: the advisor's efficiency for that row "
+            "comes from the other rows (last column), so every row tests the estimate.\n\n"
+            + table(["precision", "batch", "measured tokens/s", "`gpukit advise` tokens/s",
+                     "advise vs measured", "efficiency from"], rows, align="lrrrrl"))
 
 
 # ------------------------------------------------------------------ targets
@@ -296,19 +293,21 @@ def targets(data: dict) -> list[pages.Target]:
     out.append(pages.Target("prefill at 8K tokens", f">= {TARGET_PREFILL_SHARE:.0%} of cuBLAS bf16",
                             fmt_pct(p8 and p8["share_of_matmul"], fraction=True),
                             None if p8 is None else p8["share_of_matmul"] >= TARGET_PREFILL_SHARE))
-    checks = g.get("advisor_check", [])
-    mem = [abs(c["advise_memory_bytes"] / c["measured_peak_bytes"] - 1) for c in checks
-           if c.get("advise_memory_bytes")]
-    dec = [abs(c["advise_tokens_per_s"] / c["measured_tokens_per_s"] - 1) for c in checks
-           if c.get("advise_tokens_per_s") and not sets_efficiency(c)]
+    checks = advisor_checks(data)
+    mem = [abs(c["estimate_memory_bytes"] / c["measured_peak_bytes"] - 1) for c in checks]
+    gap = {id(c): abs(c["estimate_tokens_per_s"] / c["measured_tokens_per_s"] - 1) for c in checks}
+    dec = [gap[id(c)] for c in checks if interpolated(c)]
     out.append(pages.Target(f"`gpukit advise` memory, {len(mem)} configurations",
                             f"within {TARGET_ADVISE_MEMORY:.0%} of measured peak",
                             f"worst {max(mem):.1%}" if mem else "-",
                             None if len(mem) < 3 else max(mem) <= TARGET_ADVISE_MEMORY))
-    out.append(pages.Target(f"`gpukit advise` decode, {len(dec)} configurations besides the one "
-                            "that sets its efficiency",
+    rest = [gap[id(c)] for c in checks if not interpolated(c)]
+    out.append(pages.Target(f"`gpukit advise` decode, {len(dec)} configurations between two "
+                            "measured batches, each left out of what the advisor uses",
                             f"within {TARGET_ADVISE_DECODE:.0%} of measured",
-                            f"worst {max(dec):.1%}" if dec else "-",
+                            (f"worst {max(dec):.1%}" if dec else "-")
+                            + (f" (the {len(rest)} others, extrapolated: worst {max(rest):.0%})"
+                               if rest else ""),
                             None if len(dec) < 3 else max(dec) <= TARGET_ADVISE_DECODE))
     return out
 
