@@ -515,6 +515,10 @@ def test_each_advisor_check_leaves_its_own_measurement_out():
     assert float(dec.value.split()[1].rstrip("%")) > 90, dec
     text = views.advisor("nvidia-h200", pages.Record(changed))
     assert "| bf16 | 32 |" in text and "between batches 8 and 128 |" in text
+    # the memory table gives the advisor's estimate for every configuration measured
+    mem = views.memory("nvidia-h200", pages.Record(data))
+    rows = [line for line in mem.splitlines() if line.startswith(("| bf16", "| int"))]
+    assert len(rows) == len(data["gpu"]["memory"]) and not any(r.endswith("| - |") for r in rows), mem
 
 
 def test_step_view_splits_each_step_and_says_what_the_products_take():

@@ -212,11 +212,12 @@ def attention(slug: str, data: dict) -> str:
 @pages.renderer(NAME, "memory")
 def memory(slug: str, data: dict) -> str:
     g = _gpu(data)
-    checks = {(c["precision"], c["batch"]): c for c in g.get("advisor_check", [])}
+    # the advisor's estimate, recomputed now by its code, for every configuration measured
+    checks = {(c["precision"], c["batch"]): c for c in advisor_checks(data)}
     rows = []
     for m in g["memory"]:
         c = checks.get((m["precision"], m["batch"]), {})
-        adv = c.get("advise_memory_bytes")
+        adv = c.get("estimate_memory_bytes")
         rows.append([m["precision"], str(m["batch"]), _gb(m["weight_bytes"]), _gb(m["kv_bytes"]),
                      _gb(m["other_bytes"]), _gb(m["peak_bytes"]), _gb(adv),
                      "-" if not adv else f"{100 * (adv / m['peak_bytes'] - 1):+.1f} %"])
