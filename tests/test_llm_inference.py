@@ -519,6 +519,7 @@ def test_each_advisor_check_leaves_its_own_measurement_out():
     mem = views.memory("nvidia-h200", pages.Record(data))
     rows = [line for line in mem.splitlines() if line.startswith(("| bf16", "| int"))]
     assert len(rows) == len(data["gpu"]["memory"]) and not any(r.endswith("| - |") for r in rows), mem
+    assert "-0.0 %" not in mem                    # a gap that rounds to zero has no sign
 
 
 def test_step_view_splits_each_step_and_says_what_the_products_take():

@@ -362,7 +362,7 @@ def advisor_check() -> str:
                   "memory beside the advisor's estimates.</small>")
 
     def diff(est, got):
-        return f"{(est - got) / got:+.1%}"
+        return f"{(est - got) / got + 0.0:+.1%}".replace("-0.0%", "+0.0%")  # no minus on a zero
 
     body = [[r["gpu"], f"`{r['model']}` {r['precision']}", f"{r['batch']} x {_num(r['context'])}",
              _num(r["measured_tokens_per_s"]),

@@ -220,7 +220,8 @@ def memory(slug: str, data: dict) -> str:
         adv = c.get("estimate_memory_bytes")
         rows.append([m["precision"], str(m["batch"]), _gb(m["weight_bytes"]), _gb(m["kv_bytes"]),
                      _gb(m["other_bytes"]), _gb(m["peak_bytes"]), _gb(adv),
-                     "-" if not adv else f"{100 * (adv / m['peak_bytes'] - 1):+.1f} %"])
+                     "-" if not adv else f"{100 * (adv / m['peak_bytes'] - 1):+.1f} %"
+                     .replace("-0.0 %", "+0.0 %")])                 # no minus on a zero
     return (f"{g['memory'][0]['context']:,} cached tokens per sequence; peak = weights + what "
             f"the cache and one decode step allocate (`torch.cuda.max_memory_allocated`).\n\n"
             + table(["precision", "batch", "weights", "KV cache", "other", "peak",
