@@ -55,8 +55,9 @@ Decode, one step for the whole batch, is the slower of two roofs: reading
 ``2 x active parameters x b + 4 x L x heads x head_dim x s x b`` FLOPs at the dense tensor peak
 times the measured (or assumed) matmul efficiency. ``bandwidth`` is the copy bandwidth this project
 measured on that GPU (``results/*/matmul*.json``) or else its data-sheet peak; ``efficiency`` is the
-``decode_efficiency`` of that GPU's ``results/*/llm_inference.json`` (bytes read per second at
-batch 1 over the copy bandwidth) or else 1 (an upper bound).
+share of the copy bandwidth that GPU's ``results/*/llm_inference.json`` measured for the same weight
+precision and batch (between measured batches a straight line in log2 of the batch; a precision
+not measured takes bf16's), or else 1 (an upper bound).
 """
 
 # The formulas live in gpukit.cloud.meta, where the views read them.

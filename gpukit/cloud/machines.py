@@ -13,9 +13,10 @@ The speed model, stated with every report:
 * **training** (``full``, ``lora``) with a FLOP count: ``FLOPs / (dense peak x efficiency)``.
 * **efficiency**: what this project measured on a GPU applies to that GPU only: the best tensor-core
   matmul of the precision and the copy bandwidth (``results/<machine>/matmul*.json``), and the decode
-  efficiency, bytes read per second at batch 1 over the copy bandwidth
-  (``results/<machine>/llm_inference.json``). Any other GPU gets its peak bandwidth (so decode is an
-  upper bound) and :data:`DEFAULT_EFFICIENCY` of its dense compute peak (an assumption).
+  efficiency, bytes read per second over the copy bandwidth for each weight precision and batch
+  measured (``results/<machine>/llm_inference.json``; between two measured batches a straight line
+  in log2 of the batch, see :func:`decode_share`). Any other GPU gets its peak bandwidth (so decode
+  is an upper bound) and :data:`DEFAULT_EFFICIENCY` of its dense compute peak (an assumption).
 * several accelerators add up their bandwidth and compute (perfect tensor parallelism: an upper bound).
 
 Which rows are offered depends on the software a task can run on: CUDA by default, AWS Neuron
