@@ -287,6 +287,18 @@ def _rope_attention_in_interpreter(cases):
     return out
 
 
+@pytest.mark.parametrize("what", ["short table", "wrong width", "two tokens"])
+def test_fused_attention_refuses_inputs_it_would_read_out_of_bounds(what):
+    from gpukit.llm_inference.attention import rope_decode_attention
+    b, heads, kv, d, size = 2, 4, 2, 16, 40
+    qkv = torch.zeros(b, 2 if what == "two tokens" else 1,
+                      (heads + 2 * kv) * d + (d if what == "wrong width" else 0))
+    k, v = torch.zeros(b, kv, size, d), torch.zeros(b, kv, size, d)
+    cos = torch.zeros(size - 1 if what == "short table" else size, d)
+    with pytest.raises(ValueError, match="rotary tables"):
+        rope_decode_attention(qkv, cos, cos.clone(), k, v, torch.tensor([3]), heads)
+
+
 def test_fused_rotation_cache_write_and_attention_match_in_the_interpreter():
     # the token in the first, a middle and the last chunk; one sequence and several; groups of
     # 1, 3 and 4 query heads; a cache cut into many chunks

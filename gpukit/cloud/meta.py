@@ -701,17 +701,18 @@ def _read_llm(m: Measured, doc: dict, where: str) -> None:
     if isinstance(eff, (int, float)) and not isinstance(eff, bool) and 0 < eff <= 1.5:
         m.decode_efficiency = float(eff)
     m.decode_shares = decode_shares(part)
-    copy = (part.get("ceilings") or {}).get("copy_gbs") if isinstance(part.get("ceilings"), dict) else None
+    ceilings = part.get("ceilings")
+    copy = ceilings.get("copy_gbs") if isinstance(ceilings, dict) else None
     if isinstance(copy, (int, float)) and not isinstance(copy, bool) and copy > 0:
         m.decode_copy_gbs = float(copy)
-    rows = _measured_configurations(doc, part) or part.get("advisor_check") or []
+    rows = _measured_configurations(part) or part.get("advisor_check") or []
     good = [r for r in rows if isinstance(r, dict) and all(
         isinstance(r.get(k), t) and not isinstance(r.get(k), bool) for k, t in CHECK_FIELDS.items())]
     if good or m.decode_efficiency or m.decode_shares:
         m.advisor_check, m.llm_path = good, where
 
 
-def _measured_configurations(doc: dict, part: dict) -> list[dict]:
+def _measured_configurations(part: dict) -> list[dict]:
     """Every configuration a record measured both the decode speed (fastest launch) and the
     peak memory of, in the fields of an ``advisor_check`` row."""
     model = part.get("model")
@@ -721,8 +722,9 @@ def _measured_configurations(doc: dict, part: dict) -> list[dict]:
     for r in (part.get("decode") or []) + (part.get("quant") or []):
         if not isinstance(r, dict) or r.get("variant") != part.get("best_variant"):
             continue
-        peak = mem.get((r.get("precision"), r.get("batch")), {}).get("peak_bytes")
-        if model and peak and r.get("context") == mem[(r["precision"], r["batch"])].get("context"):
+        row = mem.get((r.get("precision"), r.get("batch")), {})
+        peak = row.get("peak_bytes")
+        if model and peak and r.get("context") == row.get("context"):
             out.append({"model": model, "batch": r["batch"], "context": r["context"],
                         "precision": r["precision"], "measured_tokens_per_s": r.get("tokens_per_s"),
                         "measured_peak_bytes": peak})

@@ -197,8 +197,8 @@ def rope_decode_attention(qkv, cos, sin, k, v, pos, heads: int):
     b, t, width = qkv.shape
     kv, d = k.shape[1], k.shape[3]
     if (t != 1 or k.stride() != v.stride() or width != (heads + 2 * kv) * d
-            or cos.shape != (max(cos.shape[0], k.shape[2]), d) or sin.shape != cos.shape
-            or not cos.is_contiguous() or not sin.is_contiguous()):
+            or cos.dim() != 2 or cos.shape[0] < k.shape[2] or cos.shape[1] != d
+            or sin.shape != cos.shape or not cos.is_contiguous() or not sin.is_contiguous()):
         raise ValueError("rope_decode_attention takes one token's fused projection, k and v "
                          "alike, and rotary tables [>= cache size, d]")
     return _attend(qkv.contiguous(), k, v, pos, (b, 1, heads * d), heads, cos, sin, width)

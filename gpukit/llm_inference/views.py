@@ -5,9 +5,9 @@ from __future__ import annotations
 from gpukit import pages
 from gpukit.pages import fmt_num, fmt_pct, fmt_ratio, fmt_time, table
 
-from .meta import (NAME, advisor_checks, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
+from .meta import (NAME, TARGET_ADVISE_DECODE, TARGET_ADVISE_MEMORY, TARGET_DECODE_SHARE,
                    TARGET_INT4_SPEEDUP, TARGET_INT8_SPEEDUP, TARGET_PREFILL_SHARE,
-                   VARIANT_LABELS)
+                   VARIANT_LABELS, advisor_checks)
 
 GB = 1e9
 
