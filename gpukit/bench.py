@@ -9,7 +9,10 @@ The rules this module enforces:
   with min and max;
 * next to each event time, the **host time** of the call is recorded, and whether the call
   **waits for the GPU** is measured directly: a kernel that spins is queued first and the call
-  made behind it; a call that returns while the spin still runs did not wait. A call that waits
+  made behind it; a call that returns while the spin still runs did not wait. The spin takes
+  every multiprocessor (where CuPy is installed), so work and a wait on another stream are
+  caught too; a call that returns after the spin ended waited if nothing queued before it
+  is left (else the queue was full). A call that waits
   is flagged ``blocks`` (its events time a round trip, not the device work alone). Behind the
   spin the queue has room, so the host time there is the cost of launching alone: where it
   reaches half the event time the row is flagged ``launch_bound`` (the GPU waits for the host).
@@ -231,29 +234,63 @@ class _EventTimer:
 
 
 _SPIN_CUDA = r"""
-extern "C" __global__ void gpukit_spin(long long cycles) {
-    long long t0 = clock64();
-    while (clock64() - t0 < cycles) { }
+extern "C" __global__ void __launch_bounds__(1024, 2) gpukit_spin(unsigned long long ns) {
+    // One thread of each block watches the GPU's own clock (nanoseconds, so a block that is
+    // preempted by another process still ends on time); the others wait at the barrier, which
+    // keeps their thread slots taken.
+    if (threadIdx.x == 0) {
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do {
+            __nanosleep(1000);
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        } while (now - start < ns);
+    }
+    __syncthreads();
 }
 """
+
+
+def _filling_spin(stream_handle: Callable[[], int]):
+    """``spin(seconds)`` through CuPy: a kernel with every thread slot of every multiprocessor
+    (2 blocks of 1024 threads on each where a multiprocessor holds 2,048 threads), so no kernel
+    of any stream of this process, non-blocking ones included, starts before it ends. It is
+    queued on the stream whose handle ``stream_handle()`` gives. None without CuPy."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    kernel = cupy.RawKernel(_SPIN_CUDA, "gpukit_spin")
+    attrs = cupy.cuda.Device().attributes
+    grid = attrs["MultiProcessorCount"] * max(1, attrs["MaxThreadsPerMultiProcessor"] // 1024)
+
+    def spin(seconds: float) -> None:
+        with cupy.cuda.ExternalStream(stream_handle()):
+            kernel((grid,), (1024,), (cupy.uint64(max(1, int(seconds * 1e9))),))
+    return spin
 
 
 @functools.cache
 def _spinner(library: str):
     """``spin(seconds)``: queue one kernel that keeps the GPU busy about that long, on the
     library's current stream; None where the library cannot (the simulator, no GPU).
-    Its clock rate is calibrated once with events, since the SM clock varies."""
+
+    With CuPy installed the kernel fills every multiprocessor (:func:`_filling_spin`), so work
+    queued on a non-blocking stream waits behind it too. Without CuPy, a one-thread kernel of
+    the library (calibrated once with events, since the SM clock varies): work on other
+    streams then runs beside it, and a wait on such a stream goes unseen."""
+    if library == "numba" and device.simulator_enabled():
+        return None
     if library == "cupy":
         import cupy
-        kernel = cupy.RawKernel(_SPIN_CUDA, "gpukit_spin")
-        launch = lambda cycles: kernel((1,), (1,), (cupy.int64(cycles),))  # noqa: E731
+        spin = _filling_spin(lambda: cupy.cuda.get_current_stream().ptr)
     elif library == "torch":
         import torch
+        spin = _filling_spin(lambda: torch.cuda.current_stream().cuda_stream)
         launch = torch.cuda._sleep
     elif library == "numba":
         from numba import cuda
-        if device.simulator_enabled():
-            return None
+        spin = _filling_spin(lambda: int(cuda.default_stream().handle.value or 0))
 
         @cuda.jit
         def nap(micros):
@@ -262,6 +299,8 @@ def _spinner(library: str):
         launch = lambda micros: nap[1, 1](micros)  # noqa: E731
     else:
         return None
+    if spin is not None:
+        return spin
     ev = _EventTimer(library)
     unit = 10**6 if library != "numba" else 1000     # cycles, or microsecond naps
     launch(unit)                                       # compile and load
@@ -278,38 +317,33 @@ def _probe(fn, ev: "_EventTimer", timer: str, calls: int, host_s: float):
     """Call ``fn`` up to ``calls`` times behind a spinning kernel. Returns (blocks, host
     times of the calls), or (None, None) where no spin is available.
 
-    When the spin has ended by the time a call returns, either that call waited for the GPU
-    or the GPU's queue was full (about a thousand launches queued behind the spin). The work
-    still queued then tells them apart: a call that waited returns with at most its own work
-    left to run; a full queue holds the work of several calls. One call's GPU work is read
-    from events between the calls queued behind the spin, which run with no gaps."""
+    The spin lasts twenty times the host time of the calls, so a call that does not wait
+    returns long before it ends. When a call returns after the spin has ended, either it
+    waited for the GPU or the GPU's queue was full (about a thousand launches queued behind
+    the spin) and a launch waited for room. What is still queued at that moment tells them
+    apart: after a wait, nothing queued before the call is left (the event recorded after the
+    previous call has passed); a full queue still holds the earlier calls' work. The test is
+    a state, not a time, so it holds when other processes share the GPU and stretch times."""
     spin = _spinner(timer)
     if spin is None:
         return None, None
-    seconds = min(5.0, max(0.02, 20 * calls * host_s))   # far longer than the launches
+    seconds = min(5.0, max(0.02, 20 * calls * host_s))
     ev.synchronize()
     end = ev.event()
     spin(seconds)
     end.record()
-    marks, launch = [end], []
+    last, launch = end, []
     clock = time.perf_counter
     blocked = False
     for _ in range(calls):
         t0 = clock()
         fn()
         launch.append(clock() - t0)
-        marks.append(ev.event())
-        marks[-1].record()
-        if ev.done(end):
-            t0 = clock()
-            while not ev.done(marks[-1]):
-                pass
-            left_s = clock() - t0
-            ev.synchronize()
-            work = [ev.elapsed_s(x, y) for x, y in zip(marks, marks[1:])]
-            one_call = statistics.median(work[:-1]) if len(work) > 1 else work[0]
-            blocked = left_s <= 1.5 * one_call + 50e-6
+        if ev.done(end):                 # the spin ended during this call
+            blocked = ev.done(last)      # and nothing from before the call is still queued
             break
+        last = ev.event()
+        last.record()
     ev.synchronize()
     return blocked, None if blocked else launch
 

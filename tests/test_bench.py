@@ -190,6 +190,71 @@ def test_batch_divides_the_time_by_the_launches():
         bench.bench(lambda: None, batch=0)
 
 
+class _QueueModel:
+    """A GPU queue in real time, for the probe's logic on a CPU: work runs in order, each item
+    from when the one before it ends; at most ``depth`` items wait, and a launch into a full
+    queue waits for room. After a synchronisation that waited, the GPU serves another process
+    for ``lent`` seconds (time-slicing) before the next item starts."""
+
+    def __init__(self, depth=64, lent=0.0):
+        self.depth, self.lent, self.ends, self.pending = depth, lent, [], 0.0
+
+    def now(self):
+        return time.perf_counter()
+
+    def launch(self, seconds):
+        while sum(e > self.now() for e in self.ends) >= self.depth:
+            time.sleep(1e-4)
+        start = max([self.now()] + self.ends[-1:]) + self.pending
+        self.pending = 0.0
+        self.ends.append(start + seconds)
+        return self.ends[-1]
+
+    def synchronize(self):
+        left = max(self.ends, default=0.0) - self.now()
+        if left > 0:
+            time.sleep(left)
+            self.pending = self.lent
+
+    # the event-timer interface _probe uses
+    def event(self):
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.t = gpu.launch(0.0)
+        return Event()
+
+    def done(self, event):
+        return self.now() >= event.t
+
+
+@pytest.mark.parametrize("lent", [0.0, 0.05])
+def test_probe_tells_a_wait_from_a_full_queue_by_what_is_left(monkeypatch, lent):
+    """Four kinds of call behind the spin, on a model queue; with ``lent`` the GPU serves
+    another process for 50 ms after each wait, far longer than one call's work (a test of the
+    work left by time would then miss the wait)."""
+    gpu = _QueueModel(depth=64, lent=lent)
+    monkeypatch.setattr(bench, "_spinner", lambda timer: gpu.launch)
+    count = [0]
+    kinds = {
+        "launch_only": lambda: gpu.launch(2e-3),
+        "wait_at_start": lambda: (gpu.synchronize(), gpu.launch(2e-3)),
+        "wait_every_third": lambda: (count.__setitem__(0, count[0] + 1), gpu.launch(2e-3),
+                                     count[0] % 3 == 0 and gpu.synchronize()),
+        "long_queue": lambda: [gpu.launch(1e-4) for _ in range(40)],
+    }
+    got = {}
+    for name, fn in kinds.items():
+        gpu.ends = []
+        got[name] = bench._probe(fn, gpu, "model", 4, 5e-3)
+        gpu.synchronize()
+        gpu.pending = 0.0
+    assert got["wait_at_start"] == (True, None) and got["wait_every_third"][0] is True
+    assert got["launch_only"][0] is False and len(got["launch_only"][1]) == 4
+    assert got["long_queue"][0] is False        # the third call fills the queue of 64
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("timer", ["torch", "cupy", "numba"])
 def test_a_call_that_waits_for_the_gpu_is_caught_behind_a_spin(timer):
@@ -220,12 +285,25 @@ def test_a_call_that_waits_for_the_gpu_is_caught_behind_a_spin(timer):
     def tiny():                     # a launch costs more than the kernel
         torch.mul(x[:256], 2.0, out=y[:256])
 
+    side = torch.cuda.Stream()      # PyTorch's own streams do not wait for the default one
+
+    def side_stream_wait():         # work and its wait both on a non-blocking stream
+        with torch.cuda.stream(side):
+            torch.mul(x, 2.0, out=y)
+        side.synchronize()
+
+    def side_stream_only():         # the same work, not waited for
+        with torch.cuda.stream(side):
+            torch.mul(x, 2.0, out=y)
+
     t = {name: bench.bench(fn, timer=timer, repeat=10, name=name)
          for name, fn in [("launch_only", launch_only), ("wait_at_start", wait_at_start),
                           ("wait_every_third", wait_every_third), ("long_queue", long_queue),
-                          ("tiny", tiny)]}
+                          ("tiny", tiny), ("side_stream_wait", side_stream_wait),
+                          ("side_stream_only", side_stream_only)]}
     assert t["launch_only"].blocks is False and t["launch_only"].launch_bound is False
     assert t["wait_at_start"].blocks is True and t["wait_every_third"].blocks is True
+    assert t["side_stream_wait"].blocks is True and t["side_stream_only"].blocks is False
     q = t["long_queue"]
     assert q.host_median_s > 0.5 * q.median_s, (q.host_median_s, q.median_s)  # the old flag's case
     assert q.blocks is False and q.launch_bound is False

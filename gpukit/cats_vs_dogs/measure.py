@@ -567,6 +567,29 @@ def coverage(data: dict) -> int:
     return len(t.get("rows") or []) + (0 if t.get("quick", True) else 100)
 
 
+def setting(data_dir: str | None, quick: bool | None, what: str):
+    """(photo folder, device, quick) of a benchmark: ``data_dir`` or ``GPUKIT_CATS_DOGS``;
+    quick unless told otherwise where there is no GPU. RuntimeError without photos."""
+    from .data import default_data_dir
+    from .loop import pick_device
+    root = Path(data_dir) if data_dir else default_data_dir()
+    if root is None or not root.is_dir():
+        raise RuntimeError(f"{what}: no data; set GPUKIT_CATS_DOGS to the "
+                           "cats_and_dogs_filtered_160 folder")
+    device = pick_device("auto")
+    return root, device, device.type != "cuda" if quick is None else quick
+
+
+def recipe(root, quick: bool, overrides: dict | None = None):
+    """The benchmark's training recipe on the photos under ``root``: the command's defaults,
+    or with ``quick`` a tiny one (2 epochs of a narrow network on 24 photos a class), with
+    ``overrides`` on top; resolved."""
+    from .loop import TrainConfig
+    base = (TrainConfig(data=str(root), epochs=2, img_size=48, width=8, batch_size=16, limit=24,
+                        progress=False) if quick else TrainConfig(data=str(root), progress=False))
+    return TrainConfig(**{**base.__dict__, **(overrides or {})}).resolved()
+
+
 def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
         quick: bool | None = None, budget_s: float = 280.0, overrides: dict | None = None) -> dict:
     """Everything the chapter shows. ``n`` = number of seeds (default 3), each trained by
@@ -578,20 +601,11 @@ def run(n: int | None = None, repeat: int = 30, *, data_dir: str | None = None,
     """
     budget_s = float(os.environ.get("GPUKIT_BENCH_BUDGET_S", budget_s))
     from . import data as D
-    from .data import default_data_dir
-    from .loop import TrainConfig, pick_device
     t_run = time.perf_counter()
-    root = Path(data_dir) if data_dir else default_data_dir()
-    if root is None or not root.is_dir():
-        raise RuntimeError("cats-vs-dogs benchmark: no data; set GPUKIT_CATS_DOGS to the "
-                           "cats_and_dogs_filtered_160 folder")
-    device = pick_device("auto")
-    quick = device.type != "cuda" if quick is None else quick
+    root, device, quick = setting(data_dir, quick, "cats-vs-dogs benchmark")
     # three seeds, or one within a short budget (``gpukit results`` gives one)
     seeds = n or (1 if quick or budget_s < 150 else 3)
-    base = (TrainConfig(data=str(root), epochs=2, img_size=48, width=8, batch_size=16, limit=24,
-                        progress=False) if quick else TrainConfig(data=str(root), progress=False))
-    base = TrainConfig(**{**base.__dict__, **(overrides or {})}).resolved()
+    base = recipe(root, quick, overrides)
     errors: list[dict] = []
     print(f"cats-vs-dogs benchmark on {device}{' (quick, tiny subset)' if quick else ''}")
 
