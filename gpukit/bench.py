@@ -290,7 +290,7 @@ def _spinner(library: str):
         launch = torch.cuda._sleep
     elif library == "numba":
         from numba import cuda
-        spin = _filling_spin(lambda: int(cuda.default_stream().handle.value or 0))
+        spin = _filling_spin(lambda: int(cuda.default_stream().handle))
 
         @cuda.jit
         def nap(micros):
