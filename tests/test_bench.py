@@ -242,7 +242,7 @@ def test_probe_tells_a_wait_from_a_full_queue_by_what_is_left(monkeypatch, lent)
         "wait_at_start": lambda: (gpu.synchronize(), gpu.launch(2e-3)),
         "wait_every_third": lambda: (count.__setitem__(0, count[0] + 1), gpu.launch(2e-3),
                                      count[0] % 3 == 0 and gpu.synchronize()),
-        "long_queue": lambda: [gpu.launch(1e-4) for _ in range(40)],
+        "long_queue": lambda: [gpu.launch(2e-3) for _ in range(40)],   # 80 ms of work a call
     }
     got = {}
     for name, fn in kinds.items():
