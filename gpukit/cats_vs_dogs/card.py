@@ -18,7 +18,7 @@ def card(data: dict) -> str:
     cvg = data["cpu_vs_gpu"]
     takeaways = [
         f"One `gpukit train` run, start-up included, gives a model {100 * acc:.0f} % right on "
-        f"unseen photos after {fmt_time(secs)} on average.",
+        f"unseen photos after {fmt_time(secs)} on average (photos shrunk beforehand).",
         f"A training step on real photos takes {real_s / syn_s:.1f}x as long as one on data "
         "that is already on the GPU.",
         f"An epoch runs {cvg['ratio']:.0f}x faster on the GPU than on all "
