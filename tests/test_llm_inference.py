@@ -487,13 +487,14 @@ def test_gpu_decoding_with_the_cache_equals_recomputing():
 def test_decode_share_interpolates_in_log_batch_and_says_how():
     from gpukit.cloud import machines as advisor_meta
     t = {"bf16": {1: 0.8, 16: 0.6, 256: 0.7}, "int4": {1: 0.3}}
-    assert advisor_meta.decode_share(t, "bf16", 16) == (0.6, "measured at batch 16")
-    share, how = advisor_meta.decode_share(t, "bf16", 4)     # log2: halfway from 1 to 16
-    assert share == pytest.approx(0.7) and how == "between batches 1 and 16"
-    assert advisor_meta.decode_share(t, "bf16", 512) == (0.7, "from batch 256")
-    assert advisor_meta.decode_share(t, "int4", 8) == (0.3, "from batch 1")
-    assert advisor_meta.decode_share(t, "int8", 1) == (0.8, "bf16's, measured at batch 1")
-    assert advisor_meta.decode_share({}, "bf16", 1) == (None, "no measurement")
+    assert advisor_meta.decode_share(t, "bf16", 16) == (0.6, "measured at batch 16", False)
+    share, how, between = advisor_meta.decode_share(t, "bf16", 4)     # log2: halfway from 1 to 16
+    assert share == pytest.approx(0.7) and how == "between batches 1 and 16" and between is True
+    assert advisor_meta.decode_share(t, "bf16", 512) == (0.7, "from batch 256", False)
+    assert advisor_meta.decode_share(t, "int4", 8) == (0.3, "from batch 1", False)
+    assert advisor_meta.decode_share(t, "int8", 1) == (0.8, "bf16's, measured at batch 1", False)
+    assert advisor_meta.decode_share(t, "int8", 4)[1:] == ("bf16's, between batches 1 and 16", False)
+    assert advisor_meta.decode_share({}, "bf16", 1) == (None, "no measurement", False)
 
 
 def test_each_advisor_check_leaves_its_own_measurement_out():
@@ -521,6 +522,7 @@ def test_each_advisor_check_leaves_its_own_measurement_out():
     assert est[("bf16", 128)][1] < est[("bf16", 128)][0]
     assert est[("bf16", 1)][0] == pytest.approx(est[("bf16", 1)][1])     # from batch 8
     assert after[("bf16", 32)]["basis"] == "between batches 8 and 128"
+    assert after[("bf16", 32)]["between"] is True and after[("bf16", 1)]["between"] is False
     # the target counts the rows between two measured batches: batch 32 is now 2x off
     dec = next(t for t in views.targets(pages.Record(changed)) if "advise` decode" in t.name)
     assert dec.met is False and "3 configurations between" in dec.name, dec

@@ -514,26 +514,30 @@ def decode_shares(part: dict) -> dict[str, dict[int, float]]:
     return out
 
 
-def decode_share(shares: dict, precision: str, batch: int) -> tuple[float | None, str]:
+def decode_share(shares: dict, precision: str,
+                 batch: int) -> tuple[float | None, str, bool]:
     """The share of the copy bandwidth to assume for decoding ``batch`` sequences in
-    ``precision``, from a table of measured shares (:func:`decode_shares`), and how it was found:
-    measured at that batch; between two measured batches (straight line in log2 of the batch);
-    the nearest measured batch beyond the measured range; a precision with no measurement of its
-    own takes bf16's. ``(None, ...)`` for an empty table."""
+    ``precision``, from a table of measured shares (:func:`decode_shares`); how it was found, in
+    words: measured at that batch; between two measured batches (straight line in log2 of the
+    batch); the nearest measured batch beyond the measured range; a precision with no
+    measurement of its own takes bf16's; and whether it lies between two measured batches of
+    its own precision (the use the table is built for: the others extrapolate).
+    ``(None, ..., False)`` for an empty table."""
     own = shares.get(precision)
     table, whose = (own, "") if own else (shares.get("bf16"), "bf16's, ")
     if not table:
-        return None, "no measurement"
+        return None, "no measurement", False
     bs = sorted(table)
     if batch in table:
-        return table[batch], f"{whose}measured at batch {batch}"
+        return table[batch], f"{whose}measured at batch {batch}", False
     if batch < bs[0] or batch > bs[-1]:
         near = bs[0] if batch < bs[0] else bs[-1]
-        return table[near], f"{whose}from batch {near}"
+        return table[near], f"{whose}from batch {near}", False
     lo = max(b for b in bs if b < batch)
     hi = min(b for b in bs if b > batch)
     t = (math.log2(batch) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
-    return table[lo] + t * (table[hi] - table[lo]), f"{whose}between batches {lo} and {hi}"
+    return (table[lo] + t * (table[hi] - table[lo]), f"{whose}between batches {lo} and {hi}",
+            bool(own))
 
 
 def _decode_efficiency(m: "Measured | None", precision: str, batch: int) -> float | None:
@@ -541,7 +545,7 @@ def _decode_efficiency(m: "Measured | None", precision: str, batch: int) -> floa
     share of :func:`decode_share`, else the one recorded ``decode_efficiency``."""
     if not m:
         return None
-    share, _ = decode_share(m.decode_shares, precision, batch)
+    share, _, _ = decode_share(m.decode_shares, precision, batch)
     return share or m.decode_efficiency
 
 
@@ -897,16 +901,17 @@ def record_checks(doc: dict, where: str = "") -> list[dict]:
     return compare_records({g["key"]: m})
 
 
-def held_out(m: Measured, precision: str, batch: int) -> tuple[float, str]:
+def held_out(m: Measured, precision: str, batch: int) -> tuple[float, str, bool]:
     """The decode efficiency the advisor would use for ``precision`` at ``batch`` on ``m``'s GPU
-    had that configuration not been measured (its own share left out of the table), and how it
-    was found: so that a check against that measurement tests the estimate, not its input."""
+    had that configuration not been measured (its own share left out of the table), how it was
+    found and whether between two measured batches (as :func:`decode_share`): so that a check
+    against that measurement tests the estimate, not its input."""
     rest = {p: {b: v for b, v in t.items() if (p, b) != (precision, batch)}
             for p, t in m.decode_shares.items()}
-    share, basis = decode_share({p: t for p, t in rest.items() if t}, precision, batch)
+    share, basis, between = decode_share({p: t for p, t in rest.items() if t}, precision, batch)
     if share:
-        return share, basis
-    return m.decode_efficiency or 1.0, "the one recorded efficiency"
+        return share, basis, between
+    return m.decode_efficiency or 1.0, "the one recorded efficiency", False
 
 
 def compare_records(meas: dict[str, Measured], model: str | None = None,
@@ -914,7 +919,7 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
     """Every measured configuration of a record (of ``model`` and ``precision`` where given)
     beside the advisor's estimate for the same GPU, batch and context, recomputed now with that
     GPU's measured copy bandwidth and the decode efficiency :func:`held_out` gives (``basis``
-    says how). The memory estimate is that of one decode step over a full cache (how the
+    says how, ``between`` whether between two measured batches). The memory estimate is that of one decode step over a full cache (how the
     language-model chapter measures its peak), unless the row adds ``prefill`` (tokens per
     sequence in the run's largest forward pass) and ``all_logits`` (that pass kept every
     position's logits)."""
@@ -925,7 +930,7 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
             name, prec = str(row["model"]).strip().lower(), str(row["precision"]).strip().lower()
             if (model and name != model) or (precision and prec != precision):
                 continue
-            eff, basis = held_out(m, prec, row["batch"])
+            eff, basis, between = held_out(m, prec, row["batch"])
             try:
                 tps = decode_tokens_per_s(name, key, row["batch"], row["context"], prec,
                                           efficiency=eff, bandwidth_gbs=m.decode_copy_gbs
@@ -938,7 +943,8 @@ def compare_records(meas: dict[str, Measured], model: str | None = None,
             out.append({"gpu": m.device, "model": name, "precision": prec, "batch": row["batch"],
                         "context": row["context"], "measured_tokens_per_s": float(row["measured_tokens_per_s"]),
                         "estimate_tokens_per_s": tps, "measured_peak_bytes": int(row["measured_peak_bytes"]),
-                        "estimate_memory_bytes": mem, "record": m.llm_path, "basis": basis})
+                        "estimate_memory_bytes": mem, "record": m.llm_path, "basis": basis,
+                        "between": between})
     return out
 
 

@@ -253,7 +253,7 @@ def quant(slug: str, data: dict) -> str:
 def interpolated(c: dict) -> bool:
     """A check whose efficiency lies between two other measured batches of its precision: the
     use the advisor is built for (ends and unmeasured precisions are extrapolations)."""
-    return c["basis"].startswith("between")
+    return c.get("between") is True
 
 
 @pages.renderer(NAME, "advisor")
