@@ -246,28 +246,6 @@ def step_profile(model, inputs, roofs, steps: int = 5) -> dict:
     return out
 
 
-# ------------------------------------------------------------------ the advisor's view
-
-def advise(precision: str, batch: int, context: int, gpu_name: str | None,
-           efficiency: float | None = None, bandwidth_gbs: float | None = None):
-    """``gpukit advise``'s peak memory (bytes) of one decode step over a full cache and its
-    decode tokens/s on this GPU for the 8B preset, given the decode efficiency and copy bandwidth
-    measured in this run; (None, None) where it gives none."""
-    from ..cloud import advisor
-    try:
-        memory = advisor.inference_memory(meta.ADVISOR_MODEL, batch, context, precision, prefill=1)
-    except advisor.AdviceError:
-        memory = None
-    tps = None
-    if gpu_name:
-        try:
-            tps = advisor.decode_tokens_per_s(meta.ADVISOR_MODEL, gpu_name, batch, context, precision,
-                                              efficiency=efficiency, bandwidth_gbs=bandwidth_gbs)
-        except advisor.AdviceError:
-            tps = None
-    return memory, tps
-
-
 # ------------------------------------------------------------------ the GPU run
 
 def _ceilings() -> dict:
@@ -382,7 +360,6 @@ def run_gpu(repeat: int = 10, budget_s: float = BUDGET_S, log=print) -> dict:
     start = time.perf_counter()
     elapsed = lambda: time.perf_counter() - start  # noqa: E731
     cfg = PRESETS[meta.ADVISOR_MODEL]
-    gpu_name = torch.cuda.get_device_name()
     out = {"n": cfg.params(), "model": meta.ADVISOR_MODEL, "config": cfg.__dict__.copy(),
            "seed": SEED, "skipped": []}
 
@@ -511,8 +488,7 @@ def run_gpu(repeat: int = 10, budget_s: float = BUDGET_S, log=print) -> dict:
     out["crossover_batch_weights_only"] = meta.crossover_batch(
         model.read_bytes(1), 0.0, cfg.decode_flops(1, meta.DECODE_CONTEXT),
         roofs["copy_gbs"] * 1e9, roofs["matmul_tflops"] * 1e12)
-    out["advisor_check"] = advisor_check(decode + quant, memory, best, gpu_name,
-                                         out["decode_efficiency"], roofs["copy_gbs"])
+    out["advisor_check"] = advisor_check(decode + quant, memory, best)
     prefill = out["prefill"] if isinstance(out["prefill"], list) else []
     out["rows"] = [_summary(r) for r in decode + quant + prefill]
     out["elapsed_s"] = elapsed()
@@ -538,7 +514,11 @@ def _best_variant(decode) -> str:
     return "eager"
 
 
-def advisor_check(rows, memory, variant, gpu_name, efficiency=None, bandwidth_gbs=None) -> list[dict]:
+def advisor_check(rows, memory, variant) -> list[dict]:
+    """The measurements ``gpukit advise`` is checked against (:data:`meta.ADVISOR_CONFIGS`,
+    launched as ``variant``): tokens/s and peak memory. The advisor's estimates are not stored:
+    the chapter's views and ``gpukit advise`` recompute them from the measured rows, each with
+    its own measurement left out."""
     checks = []
     for precision, b in meta.ADVISOR_CONFIGS:
         r = next((r for r in rows if r["precision"] == precision and r["batch"] == b
@@ -546,11 +526,9 @@ def advisor_check(rows, memory, variant, gpu_name, efficiency=None, bandwidth_gb
         mem = next((m for m in memory if m["precision"] == precision and m["batch"] == b), None)
         if r is None or mem is None:
             continue
-        adv_mem, adv_tps = advise(precision, b, r["context"], gpu_name, efficiency, bandwidth_gbs)
         checks.append({"model": meta.ADVISOR_MODEL, "batch": b, "context": r["context"],
                        "precision": precision, "measured_tokens_per_s": r["tokens_per_s"],
-                       "measured_peak_bytes": mem["peak_bytes"], "variant": variant,
-                       "advise_tokens_per_s": adv_tps, "advise_memory_bytes": adv_mem})
+                       "measured_peak_bytes": mem["peak_bytes"], "variant": variant})
     return checks
 
 
