@@ -251,22 +251,32 @@ extern "C" __global__ void __launch_bounds__(1024, 2) gpukit_spin(unsigned long 
 """
 
 
+def filling_grid(sms: int, threads_per_sm: int) -> tuple[int, int]:
+    """(blocks, threads per block) that take every thread slot of ``sms`` multiprocessors of
+    ``threads_per_sm`` slots each: the largest block of at most 1,024 threads (a whole number
+    of warps) that divides the slots, that many blocks per multiprocessor. 2,048 slots (H100,
+    A100) give 2 x 1,024; 1,536 (most GeForce cards) give 2 x 768."""
+    block = next(b for b in range(1024, 31, -32) if threads_per_sm % b == 0) \
+        if threads_per_sm % 32 == 0 else min(1024, threads_per_sm)
+    return sms * max(1, threads_per_sm // block), block
+
+
 def _filling_spin(stream_handle: Callable[[], int]):
     """``spin(seconds)`` through CuPy: a kernel with every thread slot of every multiprocessor
-    (2 blocks of 1024 threads on each where a multiprocessor holds 2,048 threads), so no kernel
-    of any stream of this process, non-blocking ones included, starts before it ends. It is
-    queued on the stream whose handle ``stream_handle()`` gives. None without CuPy."""
+    (:func:`filling_grid`), so no kernel of any stream of this process, non-blocking ones
+    included, starts before it ends. It is queued on the stream whose handle
+    ``stream_handle()`` gives. None without CuPy."""
     try:
         import cupy
     except ImportError:
         return None
     kernel = cupy.RawKernel(_SPIN_CUDA, "gpukit_spin")
     attrs = cupy.cuda.Device().attributes
-    grid = attrs["MultiProcessorCount"] * max(1, attrs["MaxThreadsPerMultiProcessor"] // 1024)
+    grid, block = filling_grid(attrs["MultiProcessorCount"], attrs["MaxThreadsPerMultiProcessor"])
 
     def spin(seconds: float) -> None:
         with cupy.cuda.ExternalStream(stream_handle()):
-            kernel((grid,), (1024,), (cupy.uint64(max(1, int(seconds * 1e9))),))
+            kernel((grid,), (block,), (cupy.uint64(max(1, int(seconds * 1e9))),))
     return spin
 
 

@@ -190,6 +190,16 @@ def test_batch_divides_the_time_by_the_launches():
         bench.bench(lambda: None, batch=0)
 
 
+@pytest.mark.parametrize("sms, slots, grid, block", [
+    (132, 2048, 264, 1024),        # H100, H200
+    (170, 1536, 340, 768),         # a GeForce card of 1,536 threads per multiprocessor
+    (72, 1024, 72, 1024),          # Turing
+    (10, 1280, 20, 640)])
+def test_the_spin_takes_every_thread_slot(sms, slots, grid, block):
+    g, b = bench.filling_grid(sms, slots)
+    assert (g, b) == (grid, block) and g * b == sms * slots and b % 32 == 0 and b <= 1024
+
+
 class _QueueModel:
     """A GPU queue in real time, for the probe's logic on a CPU: work runs in order, each item
     from when the one before it ends; at most ``depth`` items wait, and a launch into a full
