@@ -30,7 +30,8 @@ def test_standins_have_the_long_side_and_the_mean_bytes_asked(tmp_path):
     readable = [p for p in big if p.stat().st_size]
     mean = sum(p.stat().st_size for p in readable) / len(readable)
     assert abs(mean - 6000) < 0.15 * 6000, (facts["quality"], mean)
-    # asked for exactly the mean size of quality 50, the bisection finds quality 50
+    # asked for exactly the mean size of quality 50, the bisection finds a quality of that
+    # size (a neighbour can give the same bytes: the photos are random, seeded by hash())
     import io
     cats = [str(p) for p in sorted(src.rglob("cat.*.jpg"))]
     sizes = []
@@ -38,7 +39,9 @@ def test_standins_have_the_long_side_and_the_mean_bytes_asked(tmp_path):
         buf = io.BytesIO()
         originals._enlarged(Image.open(p).convert("RGB"), 200).save(buf, format="JPEG", quality=50)
         sizes.append(buf.tell())
-    assert originals.quality_for_bytes(cats, sum(sizes) / len(sizes), 200) == (50, sum(sizes) / len(sizes))
+    target = sum(sizes) / len(sizes)
+    q, got = originals.quality_for_bytes(cats, target, 200)
+    assert abs(got - target) <= 0.01 * target and abs(q - 50) <= 3, (q, got, target)
 
 
 def test_originals_benchmark_times_both_folders_and_the_page_shows_them(tmp_path):
