@@ -242,7 +242,9 @@ extern "C" __global__ void __launch_bounds__(1024, 2) gpukit_spin(unsigned long 
         unsigned long long start, now;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
         do {
-            __nanosleep(1000);
+#if __CUDA_ARCH__ >= 700
+            __nanosleep(1000);        // Volta and later: rest between looks
+#endif
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
         } while (now - start < ns);
     }
