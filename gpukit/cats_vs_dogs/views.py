@@ -332,12 +332,12 @@ def _originals(slug: str, data: dict) -> str:
     rows, by = [], {r["folder"]: r for r in o["rows"]}
     for r in o["rows"]:
         w, h = r["median_px"]
-        runs = r["runs"]
-        rows.append([r["name"], "**" + _span([x["time_to_model_s"] for x in runs], fmt_time) + "**",
+        mine = r["runs"]
+        rows.append([r["name"], "**" + _span([x["time_to_model_s"] for x in mine], fmt_time) + "**",
                      f"{w:.0f} x {h:.0f}", f"{r['bytes'] / r['photos'] / 1e3:.1f} KB",
                      fmt_num(r["decode"]["images_per_s"]),
-                     _span([x["decoding"]["seconds"] for x in runs if x.get("decoding")], fmt_time),
-                     _span([x["phases"].get("import torch", 0.0) for x in runs], fmt_time)])
+                     _span([x["decoding"]["seconds"] for x in mine if x.get("decoding")], fmt_time),
+                     _span([x["phases"].get("import torch", 0.0) for x in mine], fmt_time)])
     a, b = by["shrunk"], by["standins"]
     gap = b["median_s"] - a["median_s"]
     runs = len(a["runs"])
